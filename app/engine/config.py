@@ -1,0 +1,115 @@
+"""Run configuration: everything a training run is a function of, plus how it is kept.
+
+A run is deterministic given the fields in `RunConfig.identity()`; the rest (how often to
+checkpoint, how many loader threads) change how it is carried out, not its numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    # Reproducibility
+    seed: int = 0
+    # Simulated cluster: `gpus` in total, spread evenly over `servers`.
+    gpus: int = 32
+    servers: int = 4
+    leaves: int = 2
+    spines: int = 2
+    preset: str = "h100"
+    # Model (word-level decoder-only transformer)
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 64
+    block_size: int = 16  # tokens of context (T)
+    dtype: str = "float32"
+    # Optimisation
+    batch_size: int = 32  # sequences per step, all GPUs together (the global batch)
+    lr: float = 3e-3
+    warmup_steps: int = 20
+    weight_decay: float = 0.01
+    beta1: float = 0.9
+    beta2: float = 0.99
+    eps: float = 1e-8
+    grad_clip: float = 1.0
+    # Data
+    data: str | None = None  # a file or folder of the user's own text; None = built-in stories
+    corpus_stories: int = 1600
+    # How the run is carried out (not part of its identity)
+    loader_workers: int = 2
+    prefetch: int = 4
+    checkpoint_every: int = 50
+    keep_checkpoints: int = 3
+    probe_every: int = 5
+
+    _NOT_IDENTITY = (
+        "loader_workers",
+        "prefetch",
+        "checkpoint_every",
+        "keep_checkpoints",
+        "probe_every",
+        "preset",
+        "leaves",
+        "spines",
+        "servers",
+        "gpus",  # data parallelism does not change the maths: same global batch, same sums
+    )
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.gpus < 1:
+            problems.append("gpus must be at least 1")
+        if self.servers < 1:
+            problems.append("servers must be at least 1")
+        elif self.gpus % self.servers:
+            problems.append(f"gpus ({self.gpus}) must divide evenly over servers ({self.servers})")
+        if self.leaves < 1 or self.spines < 1:
+            problems.append("leaves and spines must be at least 1")
+        if self.batch_size < 1 or self.batch_size % self.gpus:
+            problems.append(
+                f"batch_size ({self.batch_size}) must be a positive multiple of gpus ({self.gpus})"
+            )
+        if self.n_embd % self.n_head:
+            problems.append("n_embd must be divisible by n_head")
+        if self.dtype not in ("float32", "float64"):
+            problems.append("dtype must be float32 or float64")
+        if self.checkpoint_every < 0:
+            problems.append("checkpoint_every must be 0 (off) or more")
+        if self.keep_checkpoints < 1:
+            problems.append("keep_checkpoints must be at least 1")
+        if self.loader_workers < 1 or self.prefetch < 1:
+            problems.append("loader_workers and prefetch must be at least 1")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    @property
+    def gpus_per_server(self) -> int:
+        return self.gpus // self.servers
+
+    @property
+    def micro_batch(self) -> int:
+        return self.batch_size // self.gpus
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that decide the run's numbers (model, data, seed, batch, optimiser)."""
+        return {k: v for k, v in asdict(self).items() if k not in self._NOT_IDENTITY}
+
+    def config_hash(self) -> str:
+        blob = json.dumps(self.identity(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def with_(self, **changes: Any) -> RunConfig:
+        return replace(self, **changes)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunConfig:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
