@@ -14,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve_main(rest)
     if command == "train":
-        from app.engine.cli import train_main
+        from app.train_cli import train_main
 
         return train_main(rest)
     if command == "memory":
