@@ -31,3 +31,451 @@ PUBLIC API (the server and the CLI rely on exactly this):
 
 Calls are not thread-safe: one thread drives a Trainer.
 """
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from . import model as M
+from .backend import xp
+from .checkpoint import CheckpointStore, Loaded
+from .cluster import build_topology
+from .collectives import RingTrace, ring_allreduce
+from .config import RunConfig
+from .device import SimGpu
+from .lake import DataLake, tokenize
+from .loader import Loader
+from .optim import AdamW, clip_grad_norm
+from .report import (
+    PHASES,
+    Event,
+    LinkLoad,
+    LoaderStats,
+    Phase,
+    Probe,
+    ProbeToken,
+    RingHop,
+    RingSummary,
+    StepReport,
+)
+from .timing import get_preset, step_cost
+
+PROBE_PROMPT = "Once upon a"
+
+
+class Trainer:
+    def __init__(
+        self,
+        config: RunConfig,
+        run_dir: str | Path,
+        *,
+        fresh: bool = False,
+        log: Callable[[str], None] | None = None,
+    ):
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.log = log or (lambda _msg: None)
+        self.preset = get_preset(config.preset)
+        self.topology = build_topology(config)
+        self.lake = DataLake(self.run_dir / "lake", data=config.data, stories=config.corpus_stories)
+        self.vocab = self.lake.vocab.words
+        self.model_cfg = M.ModelConfig(
+            vocab_size=len(self.vocab),
+            n_layer=config.n_layer,
+            n_head=config.n_head,
+            n_embd=config.n_embd,
+            block_size=config.block_size,
+        )
+        self.n_params = M.n_params(self.model_cfg)
+        self.config_hash = config.config_hash()
+        self.ckpt = CheckpointStore(self.run_dir / "checkpoints", keep=config.keep_checkpoints)
+        if fresh:
+            self.ckpt.clear()
+        G = config.gpus
+        self.gpus = [
+            SimGpu(id=g.id, server=g.server, capacity=self.preset.memory_bytes)
+            for g in self.topology.gpus
+        ]
+        self.model = M.Model(self.model_cfg) if hasattr(M, "Model") else None
+        self._fresh_state()
+        act = M.activation_bytes(self.model_cfg, config.micro_batch, config.dtype)
+        for gpu in self.gpus:
+            gpu.activation_bytes = act
+        self.restarts = 0
+        self._scheduled: dict[int, int] = {}
+        self._last_saved_step: int | None = None
+        # Which 16 weights the probe watches: fixed by the seed.
+        layer = min(1, config.n_layer - 1)
+        self.probe_weights_name = f"layers.{layer}.mlp.w1"
+        shape = self.params[self.probe_weights_name].shape[1:]
+        rng = np.random.default_rng([config.seed, 16])
+        flat = rng.choice(int(np.prod(shape)), size=16, replace=False)
+        self._probe_index = np.unravel_index(np.sort(flat), shape)
+        self._prompt_ids = np.asarray(
+            self.lake.vocab.encode(tokenize(PROBE_PROMPT)), dtype=np.int64
+        )
+
+        self.startup_events: list[Event] = []
+        loaded, skipped = self.ckpt.latest_good(self.config_hash)
+        self.startup_events += self._skipped_events(skipped)
+        if loaded is not None:
+            self._restore(loaded)
+            self._last_saved_step = self.step
+            self.restarts = int(loaded.meta.get("restarts", 0))
+            self.startup_events.append(
+                Event(
+                    kind="restored",
+                    step=self.step,
+                    message=f"Resumed from the checkpoint at step {self.step}",
+                    detail={
+                        "failed_step": None,
+                        "restored_step": self.step,
+                        "steps_lost": 0,
+                        "reason": "resume",
+                    },
+                )
+            )
+        for e in self.startup_events:
+            self.log(e.message)
+        self.loader = Loader(
+            self.lake,
+            block_size=config.block_size,
+            batch_size=config.batch_size,
+            gpus=G,
+            seed=config.seed,
+            workers=config.loader_workers,
+            prefetch=config.prefetch,
+            start_batch=self.step,
+        )
+        self._epoch = self._epoch_of(self.step)
+
+    # ---- state --------------------------------------------------------------------------
+    def _fresh_state(self) -> None:
+        cfg = self.config
+        self.params = M.init_params(
+            self.model_cfg, seed=cfg.seed, replicas=cfg.gpus, dtype=cfg.dtype
+        )
+        self.opt = AdamW(
+            self.params,
+            betas=(cfg.beta1, cfg.beta2),
+            eps=cfg.eps,
+            weight_decay=cfg.weight_decay,
+        )
+        self.step = 0
+        self.tokens_total = 0
+        self._bind()
+
+    def _bind(self) -> None:
+        opt_state = {f"m.{k}": v for k, v in self.opt.m.items()}
+        opt_state.update({f"v.{k}": v for k, v in self.opt.v.items()})
+        for gpu in self.gpus:
+            gpu.bind(self.params, None, opt_state)
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """GPU 0's copy of everything: the replicas are identical, so one is saved."""
+        arrays = {f"p.{k}": np.asarray(v[0]) for k, v in self.params.items()}
+        arrays.update({f"m.{k}": np.asarray(v[0]) for k, v in self.opt.m.items()})
+        arrays.update({f"v.{k}": np.asarray(v[0]) for k, v in self.opt.v.items()})
+        return arrays
+
+    def _restore(self, loaded: Loaded) -> None:
+        a = loaded.arrays
+        for k, v in self.params.items():
+            v[...] = a[f"p.{k}"]  # broadcast into every GPU's row
+            self.opt.m[k][...] = a[f"m.{k}"]
+            self.opt.v[k][...] = a[f"v.{k}"]
+        meta = loaded.meta
+        self.opt.t = int(meta["opt_t"])
+        self.step = int(meta["step"])
+        self.tokens_total = int(meta["tokens_total"])
+
+    def _skipped_events(self, skipped) -> list[Event]:
+        return [
+            Event(
+                kind="checkpoint_skipped",
+                step=self.step,
+                message=f"Skipped checkpoint {path.name}: {reason}",
+                detail={"path": str(path), "reason": reason},
+            )
+            for path, reason in skipped
+        ]
+
+    def _epoch_of(self, step: int) -> int:
+        return (step * self.config.batch_size) // self.loader.n_samples
+
+    # ---- schedule -----------------------------------------------------------------------
+    def lr_at(self, step: int) -> float:
+        cfg = self.config
+        if cfg.warmup_steps and step <= cfg.warmup_steps:
+            return cfg.lr * step / cfg.warmup_steps
+        return cfg.lr
+
+    # ---- one step -----------------------------------------------------------------------
+    def train_step(self) -> StepReport:
+        events: list[Event] = []
+        gpu = self._scheduled.pop(self.step + 1, None)
+        if gpu is not None:
+            events += self.fail_gpu(gpu)
+        cfg, G = self.config, self.config.gpus
+        wall: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+        t_start = time.perf_counter()
+
+        t0 = time.perf_counter()
+        batch, take = self.loader.next()
+        wall["data"] = time.perf_counter() - t0
+
+        losses, grads, fb_wall = self._forward_backward(batch.idx, batch.targets)
+        wall["forward"], wall["backward"] = fb_wall
+
+        t0 = time.perf_counter()
+        trace = self._allreduce(grads)
+        wall["allreduce"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        lr = self.lr_at(self.step + 1)
+        grad_norm = clip_grad_norm(grads, cfg.grad_clip)
+        self.opt.step(self.params, grads, lr)
+        wall["optimizer"] = time.perf_counter() - t0
+
+        self.step += 1
+        tokens = int(batch.idx.size)
+        self.tokens_total += tokens
+        epoch = batch.epoch
+        if epoch != self._epoch:
+            self._epoch = epoch
+            events.append(
+                Event("epoch_started", self.step, f"Epoch {epoch} started", {"epoch": epoch})
+            )
+
+        ckpt_bytes = 0
+        t0 = time.perf_counter()
+        if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
+            ev = self._save("periodic")
+            ckpt_bytes = ev.detail["bytes"]
+            events.append(ev)
+        wall["checkpoint"] = time.perf_counter() - t0
+
+        probe = None
+        if self.step == 1 or (cfg.probe_every and self.step % cfg.probe_every == 0):
+            probe = self.probe()
+
+        itemsize = np.dtype(cfg.dtype).itemsize
+        cost = step_cost(
+            self.preset,
+            n_params=self.n_params,
+            tokens_per_gpu=tokens // G,
+            batch_bytes_per_gpu=int(batch.idx[0].nbytes + batch.targets[0].nbytes),
+            itemsize=itemsize,
+            trace=trace,
+            checkpoint_bytes=ckpt_bytes,
+            servers=cfg.servers,
+        ).as_dict()
+        phases = [Phase(name=p, sim_s=cost[p], wall_s=wall[p]) for p in PHASES]
+        loss_vals = [float(x) for x in np.asarray(losses)]
+        return StepReport(
+            step=self.step,
+            epoch=epoch,
+            loss=float(np.mean(loss_vals)),
+            gpu_losses=loss_vals,
+            grad_norm=float(grad_norm),
+            lr=lr,
+            tokens=tokens,
+            tokens_total=self.tokens_total,
+            phases=phases,
+            sim_step_s=float(sum(cost.values())),
+            wall_step_s=time.perf_counter() - t_start,
+            ring=self._ring_summary(trace),
+            loader=LoaderStats(
+                workers=cfg.loader_workers,
+                queue_depth=take.queue_depth,
+                queue_capacity=take.queue_capacity,
+                waited=take.waited,
+                wait_s=take.wait_s,
+                epoch=epoch,
+                batch_in_epoch=int(
+                    ((self.step - 1) * cfg.batch_size % self.loader.n_samples) // cfg.batch_size
+                ),
+                batches_per_epoch=max(1, self.loader.n_samples // cfg.batch_size),
+                samples_per_epoch=self.loader.n_samples,
+            ),
+            memory=[g.memory() for g in self.gpus],
+            probe=probe,
+            events=events,
+        )
+
+    def _forward_backward(self, idx, targets):
+        """Every GPU's forward and backward on its own microbatch, all at once."""
+        if (
+            self.model is not None
+            and hasattr(self.model, "forward")
+            and hasattr(self.model, "backward")
+        ):
+            t0 = time.perf_counter()
+            losses = self.model.forward(self.params, idx, targets)
+            t1 = time.perf_counter()
+            grads = self.model.backward(self.params)
+            t2 = time.perf_counter()
+            return losses, grads, (t1 - t0, t2 - t1)
+        t0 = time.perf_counter()
+        losses, grads = M.forward_backward(self.params, idx, targets, self.model_cfg)
+        dt = time.perf_counter() - t0
+        # Without separate timings, split by FLOPs: backward does twice the forward's work.
+        return losses, grads, (dt / 3, 2 * dt / 3)
+
+    def _allreduce(self, grads: dict[str, np.ndarray]) -> RingTrace:
+        """Average every GPU's gradients with a ring all-reduce over the real topology."""
+        G = self.config.gpus
+        names = list(grads)
+        flat = xp.concatenate([xp.reshape(grads[k], (G, -1)) for k in names], axis=1)
+        result, trace = ring_allreduce(
+            flat, ring=self.topology.ring, link_kind=self.topology.link_kind, op="mean"
+        )
+        off = 0
+        for k in names:
+            n = grads[k][0].size
+            grads[k][...] = xp.reshape(result[:, off : off + n], grads[k].shape)
+            off += n
+        return trace
+
+    def _ring_summary(self, trace: RingTrace) -> RingSummary:
+        by_link = trace.bytes_by_link()
+        kinds = [link.kind for link in self.topology.ring_links]
+        per_kind_bytes = trace.bytes_by_kind()
+        sizes = [b - a for a, b in trace.chunk_bounds]
+        return RingSummary(
+            passes=trace.n_passes,
+            gpus=trace.gpus,
+            elements=trace.elements,
+            chunk_bytes=max(sizes) * trace.itemsize if sizes else 0,
+            bytes_total=trace.bytes_total,
+            bytes_per_gpu=max(trace.bytes_sent_by_gpu()) if trace.gpus else 0,
+            busiest_link_bytes=max(by_link.values()) if by_link else 0,
+            hops=[RingHop(src=l.src, dst=l.dst, link=l.kind) for l in self.topology.ring_links]
+            if trace.gpus > 1
+            else [],
+            links=[
+                LinkLoad(kind=k, hops=kinds.count(k), bytes=per_kind_bytes.get(k, 0))
+                for k in ("nvlink", "leaf", "spine")
+            ]
+            if trace.gpus > 1
+            else [],
+        )
+
+    # ---- failures and checkpoints ---------------------------------------------------------
+    def schedule_failure(self, step: int, gpu: int) -> None:
+        self._check_gpu(gpu)
+        self._scheduled[step] = gpu
+
+    def _check_gpu(self, gpu: int) -> None:
+        if not isinstance(gpu, int) or not 0 <= gpu < self.config.gpus:
+            raise ValueError(f"gpu must be between 0 and {self.config.gpus - 1}, got {gpu!r}")
+
+    def fail_gpu(self, gpu: int) -> list[Event]:
+        self._check_gpu(gpu)
+        failed_step = self.step + 1  # the step it was working on
+        self.gpus[gpu].failed = True
+        events = [
+            Event(
+                "gpu_failed",
+                self.step,
+                f"GPU {gpu} failed during step {failed_step}",
+                {"gpu": gpu},
+            )
+        ]
+        loaded, skipped = self.ckpt.latest_good(self.config_hash)
+        events += self._skipped_events(skipped)
+        if loaded is not None:
+            self._restore(loaded)
+        else:
+            self._fresh_state()
+        self.restarts += 1
+        lost = failed_step - self.step
+        events.append(
+            Event(
+                "restored",
+                self.step,
+                f"Rolled back to the checkpoint at step {self.step}: {lost} steps to redo",
+                {"failed_step": failed_step, "restored_step": self.step, "steps_lost": lost},
+            )
+        )
+        replacement = self.gpus[gpu]
+        replacement.failed = False
+        replacement.generation += 1
+        events.append(
+            Event(
+                "gpu_replaced",
+                self.step,
+                f"GPU {gpu} replaced; it loaded the checkpoint and rejoined the ring",
+                {"gpu": gpu},
+            )
+        )
+        self.loader.seek(self.step)
+        self._epoch = self._epoch_of(self.step)
+        for e in events:
+            self.log(e.message)
+        return events
+
+    def _save(self, reason: str) -> Event:
+        meta = {
+            "step": self.step,
+            "tokens_total": self.tokens_total,
+            "opt_t": self.opt.t,
+            "loader_position": self.loader.position,
+            "epoch": self._epoch_of(self.step),
+            # Data order is a pure function of (seed, batch index): this is its whole state.
+            "rng": {"data_seed": self.config.seed, "next_batch": self.step},
+            "restarts": self.restarts,
+            "config": self.config.to_dict(),
+            "vocab_sha256": hashlib.sha256("\n".join(self.vocab).encode()).hexdigest(),
+        }
+        path, size = self.ckpt.save(self.step, self._state_arrays(), meta, self.config_hash)
+        self._last_saved_step = self.step
+        return Event(
+            "checkpoint_saved",
+            self.step,
+            f"Checkpoint saved at step {self.step}",
+            {"step": self.step, "path": str(path), "bytes": size, "reason": reason},
+        )
+
+    def checkpoint_now(self) -> Event:
+        return self._save("on_demand")
+
+    def checkpoints(self) -> list[dict]:
+        return self.ckpt.listing()
+
+    # ---- looking inside -------------------------------------------------------------------
+    def probe(self) -> Probe:
+        logits = np.asarray(M.logits_last(self.params, self._prompt_ids, self.model_cfg), float)
+        p = np.exp(logits - logits.max())
+        p /= p.sum()
+        top = np.argsort(-p, kind="stable")[:5]
+        w = np.asarray(self.params[self.probe_weights_name][0])[self._probe_index]
+        return Probe(
+            prompt=PROBE_PROMPT,
+            top=[ProbeToken(token=self.vocab[i], p=float(p[i])) for i in top],
+            weights=[float(x) for x in w],
+            weights_name=self.probe_weights_name,
+        )
+
+    def params_sha256(self) -> str:
+        h = hashlib.sha256()
+        for name in M.param_shapes(self.model_cfg):
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(self.params[name][0]).tobytes())
+        return h.hexdigest()
+
+    def replicas_identical(self) -> bool:
+        return all(bool(np.all(v == v[0])) for v in self.params.values())
+
+    def close(self, final_checkpoint: bool = True) -> Event | None:
+        ev = None
+        if final_checkpoint and self.step > 0 and self._last_saved_step != self.step:
+            ev = self._save("final")
+        self.loader.close()
+        return ev
