@@ -1,0 +1,66 @@
+"""`trainingrun memory`: the GPU memory calculator on the command line.
+
+trainingrun memory --params 70B --precision bf16 --gpu h100-80gb [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .hardware import GPUS, PRECISIONS
+from .memory import FieldError, MemoryResult, compute_memory, format_bytes, format_count
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="trainingrun memory",
+        description="How much GPU memory a model needs to serve and to train.",
+    )
+    p.add_argument("--params", default="70B", help="model size, e.g. 7B, 70B, 1T or 7e9")
+    p.add_argument("--precision", default="bf16", choices=list(PRECISIONS))
+    p.add_argument("--gpu", default="h100-80gb", choices=list(GPUS))
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    return p
+
+
+def render_table(r: MemoryResult) -> str:
+    usable = format_bytes(r.usable_bytes_per_gpu)
+    rows = [
+        ("Model", f"{format_count(r.params)} parameters"),
+        ("Precision", f"{r.precision} ({r.bytes_per_param:g} bytes per number)"),
+        ("GPU", f"{r.gpu_label} ({usable} usable, {r.usable_fraction:.0%})"),
+        ("Weights", format_bytes(r.weights_bytes)),
+        ("Serving (weights + 20%)", format_bytes(r.serve_bytes)),
+        ("GPUs to serve", str(r.gpus_to_serve)),
+        (f"Training ({r.training_bytes_per_param:g} B/param)", format_bytes(r.training_bytes)),
+    ]
+    rows += [(f"  {p.label}", format_bytes(p.bytes)) for p in r.training_parts]
+    rows += [
+        ("GPUs just to fit training", str(r.gpus_to_fit_training)),
+        (
+            "  with fp32 gradients (18 B/param)",
+            f"{format_bytes(r.training_bytes_fp32_grads)}, "
+            f"{r.gpus_to_fit_training_fp32_grads} GPUs",
+        ),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
+    lines += ["", "Rules of thumb:"] + [f"- {rule}" for rule in r.rules]
+    lines.append(f"Source: {r.source}")
+    return "\n".join(lines)
+
+
+def memory_main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        result = compute_memory(args.params, args.precision, args.gpu)
+    except FieldError as e:
+        print(f"trainingrun memory: --{e.field}: {e.message}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(render_table(result))
+    return 0

@@ -1,0 +1,192 @@
+"""The GPU memory calculator: how much memory a model needs to serve and to train.
+
+One set of rules of thumb, stated as data so the screen, the REST API and the CLI say the
+same thing:
+
+- Weights: parameters x bytes per number (the chosen precision).
+- Serving: weights plus about 20% working memory (activations, the attention cache).
+- Training: about 16 bytes per parameter with mixed-precision Adam: 2 for the bf16 weight,
+  2 for its gradient, 12 for the optimizer (an fp32 master copy 4, momentum 4, variance 4).
+  This is the baseline of the ZeRO paper (Rajbhandari et al., 2020): 7.5B params -> 120 GB.
+  A variant keeps fp32 gradients (2 + 4 = 6 bytes for the weight and its gradient), which
+  makes 18 bytes per parameter, the figure used in the "One GPU" story.
+- Usable memory per GPU: 90% of the datasheet figure, because the CUDA context, the
+  framework's allocator and fragmentation take the rest in practice.
+- "GPUs just to fit" splits the training state evenly over GPUs with no copies (fully
+  sharded, ZeRO stage 3 style) and leaves out activations: a floor, not a plan. Real runs use
+  far more GPUs, for speed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .hardware import GB, GPUS, PRECISIONS, parse_count
+
+SERVE_OVERHEAD = 0.20
+USABLE_FRACTION = 0.90
+
+# Mixed-precision Adam, bytes per parameter.
+TRAINING_PARTS: list[tuple[str, str, float]] = [
+    ("weights", "bf16 weights", 2.0),
+    ("gradients", "bf16 gradients", 2.0),
+    ("master", "fp32 master copy (optimizer)", 4.0),
+    ("momentum", "Adam momentum, fp32 (optimizer)", 4.0),
+    ("variance", "Adam variance, fp32 (optimizer)", 4.0),
+]
+TRAINING_BYTES_PER_PARAM = sum(b for _, _, b in TRAINING_PARTS)  # 16
+FP32_GRADS_BYTES_PER_PARAM = 2.0 + 4.0 + 12.0  # 18: bf16 weight + fp32 gradient + optimizer
+
+RULES: list[str] = [
+    "Weights = parameters x bytes per number (the precision you pick).",
+    "Serving needs the weights plus about 20% working memory.",
+    "Training needs about 16 bytes per parameter with mixed-precision Adam: "
+    "2 weight + 2 gradient + 12 optimizer (fp32 master copy 4, momentum 4, variance 4). "
+    "Precision here changes serving only; training uses this usual recipe.",
+    "Keeping gradients in fp32 makes it 18 bytes: 6 for the weight and its gradient plus 12 "
+    "for the optimizer.",
+    "Usable memory per GPU is taken as 90% of the datasheet figure (CUDA context, allocator "
+    "and fragmentation use the rest).",
+    "'GPUs just to fit' shares the training state evenly with no copies and ignores "
+    "activations: a lower bound. Real runs use far more GPUs, for speed.",
+]
+
+
+@dataclass
+class MemoryPart:
+    name: str
+    label: str
+    bytes_per_param: float
+    bytes: float
+
+
+@dataclass
+class MemoryResult:
+    params: float
+    precision: str
+    bytes_per_param: float
+    gpu: str
+    gpu_label: str
+    gpu_memory_bytes: float
+    usable_fraction: float
+    usable_bytes_per_gpu: float
+    weights_bytes: float
+    serve_bytes: float
+    gpus_to_serve: int
+    training_bytes_per_param: float
+    training_bytes: float
+    training_parts: list[MemoryPart]
+    gpus_to_fit_training: int
+    training_bytes_fp32_grads: float
+    gpus_to_fit_training_fp32_grads: int
+    # Training state as if it all sat on ONE GPU, as a fraction of that GPU's usable memory.
+    one_gpu_fraction: float
+    fits_one_gpu: bool
+    rules: list[str]
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def memory_case(self) -> dict[str, Any]:
+        """The shape the 3D scene's memory walls read from store.state.memoryCase."""
+        total = self.training_bytes
+        return {
+            "label": f"{format_count(self.params)} params, training on one {self.gpu_label}",
+            "fraction": self.one_gpu_fraction,
+            # Named like the live memory account (weights, grads, optimizer) so the walls
+            # colour a calculator case the same way as the tiny model's own memory.
+            "parts": [
+                {"name": name, "fraction": self.one_gpu_fraction * b / total}
+                for name, b in _scene_parts(self.training_parts).items()
+            ],
+            "fits": self.fits_one_gpu,
+        }
+
+
+def _scene_parts(parts: list[MemoryPart]) -> dict[str, float]:
+    out = {"weights": 0.0, "grads": 0.0, "optimizer": 0.0}
+    for p in parts:
+        key = {"weights": "weights", "gradients": "grads"}.get(p.name, "optimizer")
+        out[key] += p.bytes
+    return out
+
+
+def gpus_needed(total_bytes: float, per_gpu: float) -> int:
+    # Round before the ceiling so 1120 GB / 80 GB is 14, not 14.000000000000002 -> 15.
+    return max(1, math.ceil(round(total_bytes / per_gpu, 9)))
+
+
+def compute_memory(params: float | str, precision: str, gpu: str) -> MemoryResult:
+    """Work out serving and training memory. Raises ValueError naming the bad field."""
+    try:
+        n = parse_count(params)
+    except ValueError as e:
+        raise FieldError("params", str(e)) from None
+    if precision not in PRECISIONS:
+        raise FieldError("precision", f"unknown precision {precision!r}; use {list(PRECISIONS)}")
+    if gpu not in GPUS:
+        raise FieldError("gpu", f"unknown GPU {gpu!r}; use {list(GPUS)}")
+    spec = GPUS[gpu]
+    bpp = PRECISIONS[precision]
+    capacity = spec.memory_gb * GB
+    usable = capacity * USABLE_FRACTION
+    weights = n * bpp
+    serve = weights * (1 + SERVE_OVERHEAD)
+    parts = [MemoryPart(name, label, b, n * b) for name, label, b in TRAINING_PARTS]
+    training = n * TRAINING_BYTES_PER_PARAM
+    training18 = n * FP32_GRADS_BYTES_PER_PARAM
+    fraction = training / usable
+    return MemoryResult(
+        params=n,
+        precision=precision,
+        bytes_per_param=bpp,
+        gpu=gpu,
+        gpu_label=spec.label,
+        gpu_memory_bytes=capacity,
+        usable_fraction=USABLE_FRACTION,
+        usable_bytes_per_gpu=usable,
+        weights_bytes=weights,
+        serve_bytes=serve,
+        gpus_to_serve=gpus_needed(serve, usable),
+        training_bytes_per_param=TRAINING_BYTES_PER_PARAM,
+        training_bytes=training,
+        training_parts=parts,
+        gpus_to_fit_training=gpus_needed(training, usable),
+        training_bytes_fp32_grads=training18,
+        gpus_to_fit_training_fp32_grads=gpus_needed(training18, usable),
+        one_gpu_fraction=fraction,
+        fits_one_gpu=fraction <= 1.0,
+        rules=RULES,
+        source=spec.source,
+    )
+
+
+class FieldError(ValueError):
+    """Invalid input, tied to the field it came from (the API turns it into a 422)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def format_bytes(b: float) -> str:
+    """Decimal units, three significant figures: 1.12 TB, 140 GB, 16 GB."""
+    for unit, scale in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if b >= scale:
+            return f"{_sig3(b / scale)} {unit}"
+    return f"{b:.0f} B"
+
+
+def format_count(n: float) -> str:
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= scale:
+            return f"{_sig3(n / scale)}{unit}"
+    return f"{n:.0f}"
+
+
+def _sig3(x: float) -> str:
+    return f"{x:.0f}" if x >= 100 else f"{x:.3g}"

@@ -1,0 +1,284 @@
+"""REST for the concept labs: ring all-reduce lab, memory calculator, cost, classroom text.
+
+Every answer is computed by app/labs (the ring by the engine's own collectives), so the
+browser draws what the Python says. Bad input is a 422 whose `loc` names the field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.labs.content import Classroom, classroom
+from app.labs.cost import DEFAULT_KWH_PRICE, DEFAULT_PUE, DEFAULT_UTILISATION, compute_cost
+from app.labs.hardware import (
+    GPUS,
+    MODEL_PRESETS,
+    PRECISION_LABELS,
+    PRECISIONS,
+    PRICE_NOTE,
+    parse_count,
+)
+from app.labs.memory import RULES, USABLE_FRACTION, compute_memory
+from app.labs.ringlab import MAX_GPUS, MIN_GPUS, run_ring_lab
+
+router = APIRouter(prefix="/api/labs", tags=["labs"])
+
+PrecisionId = Literal["fp32", "bf16", "fp16", "fp8", "int4"]
+GpuId = Literal["a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb", "b200-192gb"]
+# The Literals give precise 422s and a schema listing the choices; tests check they match
+# the tables in app/labs/hardware.py.
+
+
+def _count(v: Any) -> float:
+    return parse_count(v)  # ValueError -> 422 for this field
+
+
+# ---- ring lab -------------------------------------------------------------------------------
+
+
+class RingSend(BaseModel):
+    src: int
+    dst: int
+    chunk: int
+    bytes: int
+
+
+class RingPass(BaseModel):
+    index: int
+    phase: Literal["reduce_scatter", "all_gather"]
+    sends: list[RingSend]
+    values: list[list[int]]
+
+
+class RingLink(BaseModel):
+    src: int
+    dst: int
+    bytes: int
+
+
+class RingScalingPoint(BaseModel):
+    gpus: int
+    ring_busiest_bytes: int
+    naive_busiest_bytes: int
+
+
+class RingLabResponse(BaseModel):
+    gpus: int
+    seed: int
+    chunks: int
+    itemsize: int
+    chunk_bytes: int
+    initial: list[list[int]]
+    totals: list[int]
+    passes: list[RingPass]
+    owner_chunk: list[int]
+    per_link_bytes: list[RingLink]
+    ring_busiest_bytes: int
+    naive_busiest_bytes: int
+    scaling_buffer_bytes: int
+    scaling: list[RingScalingPoint]
+
+
+@router.get("/ring", response_model=RingLabResponse)
+def ring_lab(
+    gpus: Annotated[int, Query(ge=MIN_GPUS, le=MAX_GPUS)] = 6,
+    seed: Annotated[int, Query(ge=0, le=2**31 - 1)] = 1,
+) -> dict[str, Any]:
+    return run_ring_lab(gpus, seed).to_dict()
+
+
+# ---- memory calculator ---------------------------------------------------------------------
+
+
+class MemoryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    params: float | str = Field("70B", description="model size: 70B, 1T, 7e9 ...")
+    precision: PrecisionId = "bf16"
+    gpu: GpuId = "h100-80gb"
+
+    @field_validator("params")
+    @classmethod
+    def _params_positive(cls, v: float | str) -> float:
+        return _count(v)
+
+
+class MemoryPartOut(BaseModel):
+    name: str
+    label: str
+    bytes_per_param: float
+    bytes: float
+
+
+class SceneMemoryPart(BaseModel):
+    name: str
+    fraction: float
+
+
+class SceneMemoryCase(BaseModel):
+    """What the browser passes to store.set('memoryCase', ...) for the GPU memory walls."""
+
+    label: str
+    fraction: float
+    parts: list[SceneMemoryPart]
+    fits: bool
+
+
+class MemoryResponse(BaseModel):
+    params: float
+    precision: str
+    bytes_per_param: float
+    gpu: str
+    gpu_label: str
+    gpu_memory_bytes: float
+    usable_fraction: float
+    usable_bytes_per_gpu: float
+    weights_bytes: float
+    serve_bytes: float
+    gpus_to_serve: int
+    training_bytes_per_param: float
+    training_bytes: float
+    training_parts: list[MemoryPartOut]
+    gpus_to_fit_training: int
+    training_bytes_fp32_grads: float
+    gpus_to_fit_training_fp32_grads: int
+    one_gpu_fraction: float
+    fits_one_gpu: bool
+    rules: list[str]
+    source: str
+    memory_case: SceneMemoryCase
+
+
+def _memory(req: MemoryRequest) -> dict[str, Any]:
+    r = compute_memory(req.params, req.precision, req.gpu)
+    return {**r.to_dict(), "memory_case": r.memory_case()}
+
+
+@router.get("/memory", response_model=MemoryResponse)
+def memory_get(req: Annotated[MemoryRequest, Query()]) -> dict[str, Any]:
+    return _memory(req)
+
+
+@router.post("/memory", response_model=MemoryResponse)
+def memory_post(req: MemoryRequest) -> dict[str, Any]:
+    return _memory(req)
+
+
+class GpuOption(BaseModel):
+    id: str
+    label: str
+    memory_gb: float
+    bf16_tflops: float
+    power_w: float
+    price_per_hour: float
+    source: str
+
+
+class PrecisionOption(BaseModel):
+    id: str
+    label: str
+    bytes: float
+
+
+class LabOptions(BaseModel):
+    models: dict[str, float]
+    precisions: list[PrecisionOption]
+    gpus: list[GpuOption]
+    usable_fraction: float
+    rules: list[str]
+    price_note: str
+    cost_defaults: dict[str, float]
+
+
+@router.get("/options", response_model=LabOptions)
+def options() -> dict[str, Any]:
+    """Choices and stated assumptions for the calculators, so the page never hard-codes them."""
+    return {
+        "models": MODEL_PRESETS,
+        "precisions": [
+            {"id": k, "label": PRECISION_LABELS[k], "bytes": b} for k, b in PRECISIONS.items()
+        ],
+        "gpus": [g.to_dict() for g in GPUS.values()],
+        "usable_fraction": USABLE_FRACTION,
+        "rules": RULES,
+        "price_note": PRICE_NOTE,
+        "cost_defaults": {
+            "utilisation": DEFAULT_UTILISATION,
+            "pue": DEFAULT_PUE,
+            "kwh_price": DEFAULT_KWH_PRICE,
+        },
+    }
+
+
+# ---- cost and energy -----------------------------------------------------------------------
+
+
+class CostRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    params: float | str = "70B"
+    tokens: float | str = "2T"
+    gpu: GpuId = "h100-80gb"
+    gpus: int = Field(1024, ge=1, le=10_000_000)
+    utilisation: float = Field(DEFAULT_UTILISATION, gt=0, le=1)
+    # None = take the GPU's datasheet figure / the rough price.
+    peak_tflops: float | None = Field(None, gt=0)
+    power_w: float | None = Field(None, gt=0)
+    pue: float = Field(DEFAULT_PUE, ge=1, le=5)
+    price_per_gpu_hour: float | None = Field(None, ge=0)
+    kwh_price: float = Field(DEFAULT_KWH_PRICE, ge=0)
+
+    @field_validator("params", "tokens")
+    @classmethod
+    def _counts_positive(cls, v: float | str) -> float:
+        return _count(v)
+
+
+class CostInputsOut(BaseModel):
+    params: float
+    tokens: float
+    gpu: str
+    gpus: int
+    utilisation: float
+    peak_tflops: float
+    power_w: float
+    pue: float
+    price_per_gpu_hour: float
+    kwh_price: float
+
+
+class CostResponse(BaseModel):
+    inputs: CostInputsOut
+    flops: float
+    seconds: float
+    days: float
+    gpu_hours: float
+    energy_kwh: float
+    homes_for_a_year: float
+    rental_cost: float
+    electricity_cost: float
+    assumptions: list[str]
+    sources: list[str]
+
+
+def _cost(req: CostRequest) -> dict[str, Any]:
+    return compute_cost(**req.model_dump()).to_dict()
+
+
+@router.get("/cost", response_model=CostResponse)
+def cost_get(req: Annotated[CostRequest, Query()]) -> dict[str, Any]:
+    return _cost(req)
+
+
+@router.post("/cost", response_model=CostResponse)
+def cost_post(req: CostRequest) -> dict[str, Any]:
+    return _cost(req)
+
+
+# ---- classroom text ------------------------------------------------------------------------
+
+
+@router.get("/content", response_model=Classroom)
+def content() -> Classroom:
+    return classroom()

@@ -1,0 +1,106 @@
+"""The GPU memory calculator's rules, checked against worked examples from public sources."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from app.labs.hardware import GPUS, PRECISIONS, parse_count
+from app.labs.memory import FieldError, compute_memory, format_bytes
+
+GB = 1e9
+
+
+def test_70b_bf16_h100_matches_the_explainer() -> None:
+    r = compute_memory("70B", "bf16", "h100-80gb")
+    assert r.weights_bytes == pytest.approx(140 * GB)
+    assert format_bytes(r.weights_bytes) == "140 GB"
+    assert r.gpus_to_serve == 3  # 168 GB over 72 GB usable
+    assert r.training_bytes == pytest.approx(1.12e12)
+    assert format_bytes(r.training_bytes) == "1.12 TB"
+    assert r.gpus_to_fit_training == 16  # 1120 / 72 = 15.6
+    assert r.usable_bytes_per_gpu == pytest.approx(72 * GB)
+
+
+def test_zero_paper_baseline_7_5b_is_120_gb() -> None:
+    # Rajbhandari et al. (ZeRO): 7.5B parameters x 16 bytes (mixed-precision Adam) = 120 GB.
+    r = compute_memory("7.5B", "bf16", "a100-80gb")
+    assert r.training_bytes == pytest.approx(120 * GB)
+    parts = {p.name: p.bytes for p in r.training_parts}
+    assert parts["weights"] == pytest.approx(15 * GB)
+    assert parts["gradients"] == pytest.approx(15 * GB)
+    optimizer = parts["master"] + parts["momentum"] + parts["variance"]
+    assert optimizer == pytest.approx(90 * GB)  # K = 12 bytes per parameter
+    assert sum(parts.values()) == pytest.approx(r.training_bytes)
+
+
+def test_18_byte_variant_is_6_plus_12() -> None:
+    r = compute_memory("1B", "bf16", "h100-80gb")
+    assert r.training_bytes_fp32_grads == pytest.approx(18 * GB)
+    assert r.training_bytes_fp32_grads / r.params == pytest.approx(6 + 12)
+
+
+@pytest.mark.parametrize("precision", list(PRECISIONS))
+def test_precision_scales_weights_and_serving_only(precision: str) -> None:
+    r = compute_memory("70B", precision, "h100-80gb")
+    assert r.weights_bytes == pytest.approx(70e9 * PRECISIONS[precision])
+    assert r.serve_bytes == pytest.approx(r.weights_bytes * 1.2)
+    assert r.gpus_to_serve == math.ceil(r.serve_bytes / (72 * GB))
+    assert r.training_bytes == pytest.approx(1.12e12)
+
+
+def test_lower_precision_needs_fewer_gpus_to_serve() -> None:
+    serve = [compute_memory("405B", p, "h100-80gb").gpus_to_serve for p in PRECISIONS]
+    assert serve == sorted(serve, reverse=True)
+    assert serve[0] > serve[-1]
+
+
+def test_bigger_gpu_needs_fewer_gpus() -> None:
+    a = compute_memory("70B", "bf16", "a100-40gb")
+    b = compute_memory("70B", "bf16", "b200-192gb")
+    assert a.gpus_to_fit_training == math.ceil(1120 / 36)
+    assert b.gpus_to_fit_training == math.ceil(1120 / (192 * 0.9))
+    assert a.gpus_to_serve > b.gpus_to_serve == 1
+
+
+@pytest.mark.parametrize("gpu", list(GPUS))
+def test_usable_memory_is_90_percent_of_datasheet(gpu: str) -> None:
+    r = compute_memory("13B", "fp16", gpu)
+    assert r.usable_bytes_per_gpu == pytest.approx(GPUS[gpu].memory_gb * GB * 0.9)
+    assert GPUS[gpu].source
+
+
+def test_memory_case_for_the_scene() -> None:
+    big = compute_memory("70B", "bf16", "h100-80gb").memory_case()
+    assert big["fits"] is False
+    assert big["fraction"] == pytest.approx(1120 / 72)
+    assert {p["name"] for p in big["parts"]} == {"weights", "grads", "optimizer"}
+    assert sum(p["fraction"] for p in big["parts"]) == pytest.approx(big["fraction"])
+    small = compute_memory("1B", "bf16", "h100-80gb").memory_case()
+    assert small["fits"] is True
+    assert small["fraction"] == pytest.approx(16 / 72)
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (("0", "bf16", "h100-80gb"), "params"),
+        (("-7B", "bf16", "h100-80gb"), "params"),
+        (("lots", "bf16", "h100-80gb"), "params"),
+        (("7B", "fp12", "h100-80gb"), "precision"),
+        (("7B", "bf16", "tpu-v5"), "gpu"),
+    ],
+)
+def test_invalid_input_names_the_field(args: tuple[str, str, str], field: str) -> None:
+    with pytest.raises(FieldError) as e:
+        compute_memory(*args)
+    assert e.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("70B", 70e9), ("7.5b", 7.5e9), ("1T", 1e12), ("350M", 350e6), ("7e9", 7e9), (13e9, 13e9)],
+)
+def test_parse_count(text: str | float, value: float) -> None:
+    assert parse_count(text) == pytest.approx(value)
