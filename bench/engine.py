@@ -1,0 +1,147 @@
+"""Engine benchmark: prints its figures side by side in one run (not a timed test).
+
+  1. tokens/s of the numpy engine vs the same architecture in PyTorch CPU eager
+  2. a 16-GPU data-parallel step vs a 1-GPU step on the same global batch
+  3. seconds of compute until "time" is the top-1 guess after "Once upon a" (default run)
+  4. peak memory (max RSS) of `trainingrun train --steps 200`
+
+Run: python bench/engine.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from app.engine.config import RunConfig  # noqa: E402
+from app.engine.lake import DataLake  # noqa: E402
+from app.engine.model import ModelConfig  # noqa: E402
+from app.engine.trainer import Trainer  # noqa: E402
+
+
+def model_config() -> tuple[ModelConfig, RunConfig]:
+    cfg = RunConfig()
+    with tempfile.TemporaryDirectory() as d:
+        vocab = len(DataLake(Path(d) / "lake", stories=cfg.corpus_stories).vocab)
+    mc = ModelConfig(
+        vocab_size=vocab,
+        n_layer=cfg.n_layer,
+        n_head=cfg.n_head,
+        n_embd=cfg.n_embd,
+        block_size=cfg.block_size,
+    )
+    return mc, cfg
+
+
+def bench_torch(seconds: float) -> None:
+    from engine_torch import numpy_tokens_per_s, torch_tokens_per_s
+
+    mc, cfg = model_config()
+    print(f"\n1. numpy vs PyTorch CPU eager, default model ({mc}), batch {cfg.batch_size}")
+    # Alternate the two so machine noise hits both alike.
+    np_runs, torch_runs = [], []
+    for _ in range(3):
+        np_runs.append(numpy_tokens_per_s(mc, cfg.batch_size, 1, seconds))
+        t = torch_tokens_per_s(mc, cfg.batch_size, seconds)
+        if t is None:
+            print("   torch is not installed: `pip install torch==2.13.0` to compare")
+            print(f"   numpy: {statistics.median(np_runs):,.0f} tokens/s")
+            return
+        torch_runs.append(t)
+    n, t = statistics.median(np_runs), statistics.median(torch_runs)
+    print(f"   numpy  {n:12,.0f} tokens/s   (median of 3)")
+    print(f"   torch  {t:12,.0f} tokens/s   (median of 3)")
+    print(f"   ratio  numpy/torch = {n / t:.2f}x   (target >= 0.6x)")
+
+
+def _step_times(gpus: int, servers: int, steps: int, run_dir: Path) -> list[float]:
+    cfg = RunConfig(gpus=gpus, servers=servers, checkpoint_every=0, probe_every=0)
+    trainer = Trainer(cfg, run_dir, fresh=True)
+    try:
+        for _ in range(3):
+            trainer.train_step()
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            trainer.train_step()
+            times.append(time.perf_counter() - t0)
+        return times
+    finally:
+        trainer.close(final_checkpoint=False)
+
+
+def bench_data_parallel(steps: int) -> None:
+    print("\n2. 16-GPU data-parallel step vs 1-GPU step, same global batch (32 sequences)")
+    with tempfile.TemporaryDirectory() as d:
+        one, sixteen = [], []
+        for r in range(3):  # interleave rounds so noise hits both alike
+            one += _step_times(1, 1, steps, Path(d) / f"g1-{r}")
+            sixteen += _step_times(16, 2, steps, Path(d) / f"g16-{r}")
+    a, b = statistics.median(one), statistics.median(sixteen)
+    print(f"   1 GPU    {a * 1000:8.2f} ms/step (median)")
+    print(f"   16 GPUs  {b * 1000:8.2f} ms/step (median)")
+    print(f"   ratio    {b / a:.2f}x   (target <= 1.3x)")
+
+
+def bench_time_to_time(limit_s: float) -> None:
+    print('\n3. Compute time until "time" is the top-1 guess after "Once upon a" (default run)')
+    with tempfile.TemporaryDirectory() as d:
+        trainer = Trainer(RunConfig(checkpoint_every=0, probe_every=0), Path(d), fresh=True)
+        try:
+            spent, found = 0.0, None
+            while spent < limit_s:
+                t0 = time.perf_counter()
+                trainer.train_step()
+                spent += time.perf_counter() - t0
+                if trainer.step % 10 == 0 and trainer.probe().top[0].token == "time":
+                    found = (trainer.step, spent)
+                    break
+        finally:
+            trainer.close(final_checkpoint=False)
+    if found:
+        print(f"   top-1 'time' at step {found[0]} after {found[1]:.1f} s of compute (target 30 s)")
+    else:
+        print(f"   not top-1 within {limit_s:.0f} s")
+
+
+def bench_peak_memory(steps: int) -> None:
+    print(f"\n4. Peak memory of `trainingrun train --steps {steps}`")
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "app.cli", "train", "--steps", str(steps), "--run-dir", d],
+            cwd=ROOT,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wall = time.perf_counter() - t0
+    kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(f"   max RSS {kib / 1024:.0f} MiB, {wall:.1f} s wall for {steps} steps")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="shorter measurements")
+    args = ap.parse_args()
+    q = args.quick
+    print(f"engine benchmark ({os.cpu_count()} CPUs)")
+    bench_torch(1.0 if q else 3.0)
+    bench_data_parallel(10 if q else 30)
+    bench_time_to_time(60.0)
+    bench_peak_memory(200)
+
+
+if __name__ == "__main__":
+    main()
