@@ -1,0 +1,207 @@
+// Page entry point: wires the store, the socket, the HUD and panels, the 3D stage, the
+// keys, the tour and the labs together. The numbers come up first (they need only the
+// socket); the 3D stage follows once the scene data and the cluster's shape have arrived,
+// and only if this browser can draw WebGL at all.
+
+import { store } from './store.js';
+import { connect } from './net/socket.js';
+import { createActions } from './ui/actions.js';
+import { mountCards } from './ui/cards.js';
+import { mountChart } from './ui/chart.js';
+import { mountHelp } from './ui/help.js';
+import { mountHud } from './ui/hud.js';
+import { mountKeys } from './ui/keys.js';
+import { mountLabels } from './ui/labels.js';
+import { rememberProbe } from './ui/live.js';
+import { createOverlays } from './ui/overlays.js';
+import { mountProbe } from './ui/probe.js';
+import { mountProjector } from './ui/projector.js';
+import { mountToolbar } from './ui/toolbar.js';
+import { mountTour } from './ui/tour.js';
+import { installTestHook } from './testhook.js';
+
+const SCENE_NAME = 'training-run';
+
+let stage = null;
+let labs = null;
+const getStage = () => stage;
+
+/** Ask for a WebGL context on a throwaway canvas before three.js is even loaded. */
+function webglAvailable() {
+  try {
+    const c = document.createElement('canvas');
+    return Boolean(c.getContext('webgl2') || c.getContext('webgl'));
+  } catch {
+    return false;
+  }
+}
+
+async function loadSpec() {
+  try {
+    const res = await fetch(`/api/scenes/${SCENE_NAME}`);
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    return await res.json();
+  } catch (err) {
+    console.warn('scene data could not be loaded; labels and tour are unavailable', err);
+    return null;
+  }
+}
+
+function firstHello() {
+  if (store.state.hello) return Promise.resolve(store.state.hello);
+  return new Promise((resolve) => {
+    const off = store.on('hello', (msg) => {
+      off();
+      resolve(msg);
+    });
+  });
+}
+
+function topologyKey(t) {
+  return t ? `${t.gpus?.length}/${t.servers?.length}/${t.leaves?.length}/${t.spines?.length}` : '';
+}
+
+// Labs may be handed the stage before it exists (or where it never will): this stand-in
+// forwards to the real stage once there is one and otherwise does nothing.
+const stageProxy = new Proxy(
+  {},
+  {
+    get(_, name) {
+      if (name === 'ready') return Boolean(stage);
+      const v = stage?.[name];
+      if (typeof v === 'function') return v.bind(stage);
+      return v ?? (() => null);
+    },
+  },
+);
+
+function main() {
+  const token = new URLSearchParams(window.location.search).get('token');
+  const socket = connect(store, { token });
+  const send = (msg) => socket.send(msg);
+
+  const overlays = createOverlays(store);
+  rememberProbe(store);
+  mountHud(store);
+  mountProbe(store);
+  mountChart(store, document.getElementById('loss-chart'));
+  const cards = mountCards(store);
+  const labels = mountLabels(store, {
+    container: document.getElementById('labels'),
+    onOpen: (id, pin) => cards.open(id, pin),
+    onHover: (id) => {
+      cards.hover(id);
+      if (!store.state.tour.active) stage?.highlight(id);
+    },
+  });
+  const panels = { card: cards, help: null };
+  let tour = null;
+  const actions = createActions({
+    store,
+    getStage,
+    send,
+    overlays,
+    getTour: () => tour,
+    getLabs: () => labs,
+    panels,
+  });
+  panels.help = mountHelp(store, { getLabKeys: () => labs?.keys, actions });
+  tour = mountTour(store, { getStage, labels });
+  const projector = mountProjector(store, getStage);
+  const toolbar = mountToolbar(store, actions, document.getElementById('toolbar'));
+  mountKeys(actions, () => labs?.keys);
+  installTestHook({ store, getStage, actions, labels, tour });
+
+  // The labs load on their own: a broken lab must never take the live run down with it.
+  import('./labs/index.js')
+    .then(({ mountLabs }) => {
+      labs = mountLabs({
+        store,
+        send,
+        stage: stageProxy,
+        ui: { toast: overlays.toast, actions, openCard: cards.open },
+      });
+      toolbar.addLabs(labs?.keys);
+    })
+    .catch((err) => {
+      console.warn('the concept labs could not be loaded', err);
+      labs = { keys: [], closeAll() {} };
+    });
+
+  const canDraw = webglAvailable();
+  if (!canDraw) overlays.showNoWebGL();
+
+  loadSpec().then(async (spec) => {
+    cards.setParts(spec?.parts);
+    labels.build(spec);
+    tour.setSpec(spec);
+    panels.help.setSpec(spec);
+    if (spec?.title) document.title = spec.title;
+    if (!canDraw || !spec) return;
+    const hello = await firstHello();
+    let createStage;
+    try {
+      ({ createStage } = await import('./scene/stage.js'));
+    } catch (err) {
+      console.warn('the 3D stage could not be loaded', err);
+      return;
+    }
+    const canvas = document.getElementById('stage');
+    try {
+      stage = createStage(canvas, { spec, topology: hello.topology, store });
+    } catch (err) {
+      console.warn('the 3D stage could not start', err);
+      overlays.showNoWebGL();
+      return;
+    }
+    projector.attach();
+    stage.setSignal(store.state.signal);
+    stage.setSpin(store.state.spin);
+    stage.setExploded(store.state.exploded);
+    stage.setView(store.state.view, { instant: true });
+    labels.attach(stage);
+    let shape = topologyKey(hello.topology);
+    store.on('hello', (msg) => {
+      const next = topologyKey(msg.topology);
+      if (next !== shape) {
+        shape = next;
+        stage.rebuild(msg.topology);
+      }
+    });
+    installCanvasPicking(canvas, cards);
+  });
+}
+
+/** Click a part in the 3D scene to pin its card; hovering previews it. A drag (orbiting)
+ * is not a click. */
+function installCanvasPicking(canvas, cards) {
+  let down = null;
+  let lastHover = 0;
+  let hovered = null;
+  canvas.addEventListener('pointerdown', (ev) => {
+    down = { x: ev.clientX, y: ev.clientY };
+  });
+  canvas.addEventListener('pointerup', (ev) => {
+    if (!down || !stage) return;
+    const moved = Math.hypot(ev.clientX - down.x, ev.clientY - down.y);
+    down = null;
+    if (moved > 5) return;
+    const id = stage.pickPart(ev.clientX, ev.clientY);
+    if (id) cards.open(id, true);
+    else cards.close();
+  });
+  canvas.addEventListener('pointermove', (ev) => {
+    if (down || !stage || ev.pointerType !== 'mouse') return;
+    const now = performance.now();
+    if (now - lastHover < 100) return;
+    lastHover = now;
+    const id = stage.pickPart(ev.clientX, ev.clientY);
+    if (id === hovered) return;
+    hovered = id;
+    canvas.style.cursor = id ? 'pointer' : '';
+    cards.hover(id);
+    if (!store.state.tour.active) stage.highlight(id);
+  });
+}
+
+main();

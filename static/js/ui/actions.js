@@ -1,0 +1,134 @@
+// Everything a person can ask for, in one place, so a key, a toolbar button and a clicker
+// all do exactly the same thing. Each action updates the store (the state tests and other
+// modules read) and drives the stage when there is one (there is none without WebGL).
+
+const ROTATE_STEP = Math.PI / 18; // 10 degrees per arrow press
+const ZOOM_STEP = 1.15;
+
+export function createActions({ store, getStage, send, overlays, getTour, getLabs, panels }) {
+  const camera = { azimuth: 0, polar: 0, zoom: 1, moves: 0 };
+
+  const stage = () => getStage();
+  const instant = () => ({ instant: store.state.reducedMotion });
+
+  function control(action, extra = {}) {
+    if (!send({ type: 'control', action, ...extra })) {
+      overlays.toast('Not connected to the run, so that was not sent', 'error');
+      return false;
+    }
+    return true;
+  }
+
+  function resetCamera() {
+    camera.azimuth = 0;
+    camera.polar = 0;
+    camera.zoom = 1;
+  }
+
+  const actions = {
+    camera,
+    rotate(dAz, dPol) {
+      camera.azimuth += dAz * ROTATE_STEP;
+      camera.polar += dPol * ROTATE_STEP;
+      camera.moves += 1;
+      stage()?.rotate(dAz * ROTATE_STEP, dPol * ROTATE_STEP);
+    },
+    zoom(direction) {
+      const f = direction > 0 ? 1 / ZOOM_STEP : ZOOM_STEP; // zoom in = move closer
+      camera.zoom *= direction > 0 ? ZOOM_STEP : 1 / ZOOM_STEP;
+      camera.moves += 1;
+      stage()?.zoom(f);
+    },
+    reset() {
+      resetCamera();
+      store.set('view', 0);
+      stage()?.reset();
+    },
+    view(n) {
+      resetCamera();
+      store.set('view', n);
+      stage()?.setView(n, instant());
+    },
+    toggleSignal() {
+      store.set('signal', !store.state.signal);
+      stage()?.setSignal(store.state.signal);
+    },
+    toggleLabels() {
+      store.set('labels', !store.state.labels);
+    },
+    toggleSpin() {
+      store.set('spin', !store.state.spin);
+      stage()?.setSpin(store.state.spin);
+    },
+    toggleExplode() {
+      store.set('exploded', !store.state.exploded);
+      stage()?.setExploded(store.state.exploded);
+    },
+    toggleTour() {
+      const tour = getTour();
+      if (!tour) return;
+      if (store.state.tour.active) tour.stop();
+      else tour.start();
+    },
+    tourNext() {
+      const tour = getTour();
+      if (!tour) return;
+      if (!store.state.tour.active) tour.start();
+      else tour.next();
+    },
+    tourPrev() {
+      const tour = getTour();
+      if (!tour) return;
+      if (!store.state.tour.active) tour.start();
+      else tour.prev();
+    },
+    toggleHelp() {
+      panels.help.toggle();
+    },
+    toggleFullscreen() {
+      if (document.fullscreenElement) document.exitFullscreen?.().catch(() => {});
+      else
+        document.documentElement.requestFullscreen?.().catch(() => {
+          overlays.toast('This browser would not go full screen', 'warn');
+        });
+    },
+    toggleProjector() {
+      store.set('projector', !store.state.projector);
+    },
+    togglePause() {
+      const st = store.state.status;
+      control(st?.state === 'paused' ? 'resume' : 'pause');
+    },
+    stepOnce() {
+      if (store.state.status?.state !== 'paused') {
+        overlays.toast('Pause first (P), then N runs one step at a time', 'info', 3500);
+        return;
+      }
+      control('step');
+    },
+    setSpeed(value) {
+      control('speed', { value });
+    },
+    checkpointNow() {
+      control('checkpoint_now');
+    },
+    failGpu() {
+      const gpus = store.state.hello?.topology?.gpus ?? [];
+      const live = gpus.map((g) => g.id).filter((id) => !store.state.failedGpus.has(id));
+      if (!live.length) {
+        overlays.toast('No GPU is up to fail right now', 'info');
+        return;
+      }
+      const gpu = live[Math.floor(Math.random() * live.length)];
+      control('fail_gpu', { gpu });
+    },
+    escape() {
+      const tour = getTour();
+      if (store.state.tour.active) tour?.stop();
+      panels.help.close();
+      panels.card.close();
+      getLabs()?.closeAll?.();
+    },
+  };
+  return actions;
+}

@@ -1,0 +1,179 @@
+// The loss chart: a 2D canvas of the real loss history, crisp on HiDPI screens. A rollback
+// after a failure leaves the abandoned steps as a faded dead branch, with a red marker
+// "rolled back to step N" where the run picked up again.
+
+const COLORS = {
+  default: { line: '#e8eef8', dead: 'rgba(232,238,248,0.22)', grid: 'rgba(160,180,210,0.16)', text: '#9fb0c8', fail: '#ff5a3c' },
+  projector: { line: '#ffffff', dead: 'rgba(255,255,255,0.3)', grid: 'rgba(255,255,255,0.25)', text: '#ffffff', fail: '#ff6b3d' },
+};
+
+/** Split the history into the live timeline and dead branches, and find the rollbacks.
+ * A point is dead when a later point (by seq) has the same or a lower step: the run went
+ * back past it. Exported for tests. */
+export function analyseHistory(history) {
+  const n = history.length;
+  const dead = new Array(n).fill(false);
+  let minAfter = Infinity;
+  for (let i = n - 1; i >= 0; i--) {
+    if (history[i].step >= minAfter) dead[i] = true;
+    minAfter = Math.min(minAfter, history[i].step);
+  }
+  const rollbacks = [];
+  for (let i = 1; i < n; i++) {
+    if (history[i].step <= history[i - 1].step) {
+      rollbacks.push({ seq: history[i].seq, toStep: history[i].step - 1, fromStep: history[i - 1].step });
+    }
+  }
+  return { dead, rollbacks };
+}
+
+export function mountChart(store, canvas) {
+  const ctx = canvas.getContext('2d');
+  let queued = false;
+  let cssW = 0;
+  let cssH = 0;
+
+  function resize() {
+    const r = canvas.getBoundingClientRect();
+    const dpr = window.devicePixelRatio || 1;
+    cssW = Math.max(1, r.width);
+    cssH = Math.max(1, r.height);
+    canvas.width = Math.round(cssW * dpr);
+    canvas.height = Math.round(cssH * dpr);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    draw();
+  }
+
+  function draw() {
+    queued = false;
+    const s = store.state;
+    const theme = s.projector ? COLORS.projector : COLORS.default;
+    const thick = s.projector ? 2 : 1;
+    const font = s.projector ? 18 : 12;
+    ctx.clearRect(0, 0, cssW, cssH);
+    const hist = s.history;
+    const pad = { l: font * 3.2, r: 10, t: 8, b: font * 1.9 };
+    const w = cssW - pad.l - pad.r;
+    const h = cssH - pad.t - pad.b;
+    ctx.font = `${font}px system-ui, sans-serif`;
+    ctx.fillStyle = theme.text;
+    if (hist.length === 0) {
+      ctx.fillText('waiting for the first step…', pad.l, pad.t + h / 2);
+      return;
+    }
+    let minStep = Infinity;
+    let maxStep = -Infinity;
+    let minLoss = Infinity;
+    let maxLoss = -Infinity;
+    for (const p of hist) {
+      if (p.step < minStep) minStep = p.step;
+      if (p.step > maxStep) maxStep = p.step;
+      if (Number.isFinite(p.loss)) {
+        if (p.loss < minLoss) minLoss = p.loss;
+        if (p.loss > maxLoss) maxLoss = p.loss;
+      }
+    }
+    minStep = Math.min(minStep, 0);
+    if (maxStep <= minStep) maxStep = minStep + 1;
+    if (!Number.isFinite(minLoss)) return;
+    const lo = Math.max(0, Math.floor(minLoss * 2) / 2);
+    const hi = Math.max(lo + 0.5, Math.ceil(maxLoss * 2) / 2);
+    const x = (step) => pad.l + ((step - minStep) / (maxStep - minStep)) * w;
+    const y = (loss) => pad.t + (1 - (loss - lo) / (hi - lo)) * h;
+
+    // Grid and axis labels.
+    ctx.strokeStyle = theme.grid;
+    ctx.lineWidth = 1;
+    ctx.textAlign = 'right';
+    ctx.textBaseline = 'middle';
+    const ySteps = 4;
+    for (let i = 0; i <= ySteps; i++) {
+      const v = lo + ((hi - lo) * i) / ySteps;
+      const yy = Math.round(y(v)) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(pad.l, yy);
+      ctx.lineTo(pad.l + w, yy);
+      ctx.stroke();
+      ctx.fillText(v.toFixed(1), pad.l - 6, yy);
+    }
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'alphabetic';
+    ctx.fillText(`step ${minStep}`, pad.l, cssH - 4);
+    ctx.textAlign = 'right';
+    ctx.fillText(`${maxStep}`, pad.l + w, cssH - 4);
+
+    const { dead, rollbacks } = analyseHistory(hist);
+    // Dead branches first, so the live line is drawn on top of them.
+    ctx.lineJoin = 'round';
+    for (const wantDead of [true, false]) {
+      ctx.strokeStyle = wantDead ? theme.dead : theme.line;
+      ctx.lineWidth = (wantDead ? 1.5 : 2) * thick;
+      ctx.beginPath();
+      let pen = false;
+      for (let i = 0; i < hist.length; i++) {
+        const p = hist[i];
+        const on = dead[i] === wantDead && Number.isFinite(p.loss);
+        // A new segment starts where the step jumps back (a rollback) or the kind changes.
+        const brk = i > 0 && p.step <= hist[i - 1].step;
+        if (!on) {
+          pen = false;
+          continue;
+        }
+        if (!pen || brk) ctx.moveTo(x(p.step), y(p.loss));
+        else ctx.lineTo(x(p.step), y(p.loss));
+        pen = true;
+      }
+      ctx.stroke();
+    }
+
+    // Rollback markers; a rollback with no step after it yet comes from the event itself.
+    const marks = rollbacks.map((r) => r.toStep);
+    const lr = s.lastRollback;
+    const last = hist[hist.length - 1];
+    if (lr && last && lr.afterSeq === last.seq && Number.isFinite(lr.restoredStep)) {
+      marks.push(lr.restoredStep);
+    }
+    ctx.strokeStyle = theme.fail;
+    ctx.fillStyle = theme.fail;
+    ctx.lineWidth = 1.5 * thick;
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'top';
+    const shown = marks.slice(-3);
+    shown.forEach((m, i) => {
+      const xx = Math.round(x(m)) + 0.5;
+      ctx.setLineDash([4 * thick, 3 * thick]);
+      ctx.beginPath();
+      ctx.moveTo(xx, pad.t);
+      ctx.lineTo(xx, pad.t + h);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      // A small X on the marker, so it reads without colour too.
+      const cy = pad.t + 6 + i * (font + 4);
+      const r = font * 0.3;
+      ctx.beginPath();
+      ctx.moveTo(xx - r, cy - r + font / 2);
+      ctx.lineTo(xx + r, cy + r + font / 2);
+      ctx.moveTo(xx + r, cy - r + font / 2);
+      ctx.lineTo(xx - r, cy + r + font / 2);
+      ctx.stroke();
+      const label = `rolled back to step ${m}`;
+      const tw = ctx.measureText(label).width;
+      const tx = xx + r + 4 + tw > pad.l + w ? xx - r - 4 - tw : xx + r + 4;
+      ctx.fillText(label, tx, cy);
+    });
+  }
+
+  function queue() {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(draw);
+  }
+
+  store.on('step', queue);
+  store.on('snapshot', queue);
+  store.on('change:lastRollback', queue);
+  store.on('change:projector', () => requestAnimationFrame(resize));
+  new ResizeObserver(resize).observe(canvas);
+  resize();
+  return { draw: queue };
+}

@@ -1,0 +1,90 @@
+// The help overlay (every key, the labs' keys included), the small always-visible key
+// legend, and the colour key that says what each colour means.
+
+import { KEYMAP } from './keys.js';
+import { el } from './format.js';
+
+const DEFAULT_LEGEND = [
+  ['arrows', 'rotate'],
+  ['+ / −', 'zoom'],
+  ['0', 'reset'],
+  ['1–4', 'views'],
+  ['S', 'signal'],
+  ['T', 'tour'],
+  ['L', 'labels'],
+  ['Space', 'spin'],
+  ['?', 'more'],
+];
+
+// One meaning per colour, everywhere (the scene uses the same ones).
+const COLOUR_KEY = [
+  ['forward', 'forward pass'],
+  ['backward', 'backward pass'],
+  ['allreduce', 'all-reduce'],
+  ['waiting', 'waiting'],
+  ['failure', 'failed'],
+  ['saved', 'saved'],
+];
+
+export function mountHelp(store, { getLabKeys, actions }) {
+  const box = document.getElementById('help');
+  const list = document.getElementById('help-keys');
+  const legend = document.getElementById('legend');
+  const colours = document.getElementById('colour-key');
+  document.getElementById('help-close').addEventListener('click', () => close());
+  box.addEventListener('click', (ev) => {
+    if (ev.target === box) close();
+  });
+
+  function renderList() {
+    list.replaceChildren();
+    const rows = KEYMAP.map((k) => [k.show, k.label]);
+    for (const lab of getLabKeys() ?? []) rows.push([lab.key.toUpperCase(), lab.label]);
+    for (const [key, label] of rows) {
+      list.append(el('dt', {}, el('kbd', { text: key })), el('dd', { text: label }));
+    }
+  }
+
+  function renderLegend(spec) {
+    const items = Array.isArray(spec?.keys) && spec.keys.length
+      ? spec.keys.map((k) => [k.key, k.label])
+      : DEFAULT_LEGEND.slice();
+    if (!items.some(([key]) => key === '?')) items.push(['?', 'more']);
+    legend.replaceChildren();
+    items.forEach(([key, label], i) => {
+      if (i) legend.append(el('span', { class: 'sep', text: ' · ', 'aria-hidden': 'true' }));
+      const part = el('span', {}, el('kbd', { text: key }), ` ${label}`);
+      if (key === '?') {
+        part.classList.add('more');
+        part.addEventListener('click', () => actions.toggleHelp());
+      }
+      legend.append(part);
+    });
+  }
+
+  for (const [cls, label] of COLOUR_KEY) {
+    colours.append(el('span', { class: `ck ck-${cls}` }, el('i', { 'aria-hidden': 'true' }), label));
+  }
+
+  function open() {
+    renderList();
+    box.hidden = false;
+    store.set('helpOpen', true);
+    document.getElementById('help-close').focus({ preventScroll: true });
+  }
+  function close() {
+    if (box.hidden) return;
+    box.hidden = true;
+    store.set('helpOpen', false);
+  }
+  renderLegend(null);
+  return {
+    open,
+    close,
+    toggle: () => (box.hidden ? open() : close()),
+    setSpec: renderLegend,
+    get isOpen() {
+      return !box.hidden;
+    },
+  };
+}

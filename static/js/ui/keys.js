@@ -1,0 +1,124 @@
+// The keyboard map. The first group is the source page's own map (kept as it was); the rest
+// add help, full screen, explode, run controls and the clicker's PageDown / PageUp. Lab keys
+// come from the labs at runtime. Keys are ignored while someone types in a field.
+
+export const KEYMAP = [
+  { keys: ['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown'], show: 'arrows', label: 'rotate the view' },
+  { keys: ['+', '=', '-', '_'], show: '+ / −', label: 'zoom in / out' },
+  { keys: ['0'], show: '0', label: 'reset the view' },
+  { keys: ['1', '2', '3', '4'], show: '1–4', label: 'camera views' },
+  { keys: ['s'], show: 'S', label: 'signal: show the data flowing on or off' },
+  { keys: ['t'], show: 'T', label: 'guided tour on / off' },
+  { keys: ['l'], show: 'L', label: 'numbered labels on / off' },
+  { keys: [' '], show: 'Space', label: 'spin the model slowly' },
+  { keys: ['?'], show: '?', label: 'this help' },
+  { keys: ['f'], show: 'F', label: 'full screen' },
+  { keys: ['e'], show: 'E', label: 'explode: lift the network above the servers' },
+  { keys: ['p'], show: 'P', label: 'pause / resume the run' },
+  { keys: ['n'], show: 'N', label: 'next step (while paused)' },
+  { keys: ['k'], show: 'K', label: 'make a GPU fail (watch the rollback)' },
+  { keys: ['PageDown', 'PageUp'], show: 'PgDn / PgUp', label: 'next / previous tour stop (clicker)' },
+  { keys: ['Escape'], show: 'Esc', label: 'close the tour and any panel' },
+];
+
+function isTyping(target) {
+  if (!target || !(target instanceof Element)) return false;
+  if (target.isContentEditable) return true;
+  const tag = target.tagName;
+  if (tag === 'TEXTAREA' || tag === 'SELECT') return true;
+  if (tag === 'INPUT') {
+    const type = (target.getAttribute('type') || 'text').toLowerCase();
+    return !['button', 'checkbox', 'radio', 'range', 'submit', 'reset', 'color'].includes(type);
+  }
+  return false;
+}
+
+export function mountKeys(actions, getLabKeys) {
+  function handle(ev) {
+    if (ev.defaultPrevented || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (isTyping(ev.target)) return;
+    const key = ev.key;
+    const lower = key.length === 1 ? key.toLowerCase() : key;
+    let done = true;
+    switch (lower) {
+      case 'ArrowLeft':
+        actions.rotate(-1, 0);
+        break;
+      case 'ArrowRight':
+        actions.rotate(1, 0);
+        break;
+      case 'ArrowUp':
+        actions.rotate(0, -1);
+        break;
+      case 'ArrowDown':
+        actions.rotate(0, 1);
+        break;
+      case '+':
+      case '=':
+        actions.zoom(1);
+        break;
+      case '-':
+      case '_':
+        actions.zoom(-1);
+        break;
+      case '0':
+        actions.reset();
+        break;
+      case '1':
+      case '2':
+      case '3':
+      case '4':
+        actions.view(Number(lower));
+        break;
+      case 's':
+        actions.toggleSignal();
+        break;
+      case 't':
+        actions.toggleTour();
+        break;
+      case 'l':
+        actions.toggleLabels();
+        break;
+      case ' ':
+        // Space on a focused button should press the button, not spin the scene.
+        if (ev.target instanceof HTMLButtonElement) return;
+        actions.toggleSpin();
+        break;
+      case '?':
+        actions.toggleHelp();
+        break;
+      case 'f':
+        actions.toggleFullscreen();
+        break;
+      case 'e':
+        actions.toggleExplode();
+        break;
+      case 'p':
+        actions.togglePause();
+        break;
+      case 'n':
+        actions.stepOnce();
+        break;
+      case 'k':
+        actions.failGpu();
+        break;
+      case 'PageDown':
+        actions.tourNext();
+        break;
+      case 'PageUp':
+        actions.tourPrev();
+        break;
+      case 'Escape':
+        actions.escape();
+        break;
+      default: {
+        const lab = (getLabKeys() ?? []).find((k) => k.key.toLowerCase() === lower);
+        if (lab) lab.open();
+        else done = false;
+      }
+    }
+    if (done) ev.preventDefault();
+  }
+  document.addEventListener('keydown', handle);
+  return () => document.removeEventListener('keydown', handle);
+}

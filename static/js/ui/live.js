@@ -1,0 +1,93 @@
+// Live numbers drawn from the store, already formatted with units. Tour caption templates
+// in the scene data name them as {placeholders}; part cards show them as facts.
+
+import { fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds } from './format.js';
+
+function lastCheckpoint(state) {
+  const ok = (state.checkpoints ?? []).filter((c) => c.ok !== false);
+  return ok.length ? ok[ok.length - 1] : null;
+}
+
+function phaseSum(step, names) {
+  if (!step?.phases) return null;
+  return step.phases.filter((p) => names.includes(p.name)).reduce((a, p) => a + p.sim_s, 0);
+}
+
+/** Every placeholder a caption may use, as display strings. */
+export function liveValues(store) {
+  const s = store.state;
+  const step = s.step;
+  const hello = s.hello;
+  const topo = hello?.topology;
+  const cfg = hello?.config;
+  const preset = hello?.preset;
+  const mem0 = step?.memory?.[0];
+  const top = step?.probe?.top?.[0] ?? lastProbe(s)?.top?.[0];
+  const ckpt = lastCheckpoint(s);
+  const tps = store.tokensPerSecond();
+  const simTps = step?.sim_step_s > 0 ? step.tokens / step.sim_step_s : null;
+  return {
+    step: fmtInt(s.status?.step ?? step?.step),
+    epoch: fmtInt(step?.epoch ?? s.status?.epoch),
+    loss: fmtLoss(step?.loss ?? s.status?.loss),
+    // Tour captions speak of the simulated hardware; the HUD shows the measured rate here.
+    tokens_per_s: fmtRate(simTps),
+    tokens_per_s_here: fmtRate(tps),
+    tokens: fmtInt(step?.tokens),
+    tokens_total: fmtInt(s.status?.tokens_total ?? step?.tokens_total),
+    gpus: fmtInt(topo?.gpus?.length ?? cfg?.gpus),
+    servers: fmtInt(topo?.servers?.length ?? cfg?.servers),
+    gpus_per_server: fmtInt(cfg ? cfg.gpus / cfg.servers : null),
+    leaves: fmtInt(topo?.leaves?.length),
+    spines: fmtInt(topo?.spines?.length),
+    params: fmtInt(hello?.n_params),
+    n_params: fmtInt(hello?.n_params),
+    vocab: fmtInt(hello?.vocab_size),
+    ring_bytes: fmtBytes(step?.ring?.bytes_per_gpu),
+    ring_bytes_total: fmtBytes(step?.ring?.bytes_total),
+    ring_bytes_per_gpu: fmtBytes(step?.ring?.bytes_per_gpu),
+    ring_passes: fmtInt(step?.ring?.passes),
+    passes: fmtInt(step?.ring?.passes),
+    busiest_link: fmtBytes(step?.ring?.busiest_link_bytes),
+    queue_depth: fmtInt(step?.loader?.queue_depth),
+    queue_capacity: fmtInt(step?.loader?.queue_capacity),
+    workers: fmtInt(step?.loader?.workers),
+    samples_per_epoch: fmtInt(step?.loader?.samples_per_epoch),
+    batches_per_epoch: fmtInt(step?.loader?.batches_per_epoch),
+    checkpoint_step: ckpt ? fmtInt(ckpt.step) : 'none yet',
+    checkpoint_bytes: ckpt ? fmtBytes(ckpt.bytes) : '–',
+    checkpoints: fmtInt((s.checkpoints ?? []).length),
+    checkpoint_every: fmtInt(cfg?.checkpoint_every),
+    memory_per_gpu: fmtBytes(mem0?.total),
+    memory_capacity: fmtBytes(mem0?.capacity),
+    sim_step: fmtSeconds(step?.sim_step_s),
+    sim_compute: fmtSeconds(phaseSum(step, ['forward', 'backward', 'optimizer'])),
+    sim_allreduce: fmtSeconds(phaseSum(step, ['allreduce'])),
+    top_word: top ? top.token : '…',
+    top_p: top ? `${Math.round(top.p * 100)}%` : '–',
+    restarts: fmtInt(s.status?.restarts ?? s.rollbacks),
+    preset: preset?.label ?? preset?.name ?? '',
+    gpu_name: preset?.gpu ?? preset?.label ?? 'GPU',
+  };
+}
+
+/** The most recent probe: it only rides on every few steps. */
+export function lastProbe(state) {
+  return state._lastProbe ?? null;
+}
+
+export function rememberProbe(store) {
+  store.on('step', (msg) => {
+    if (msg.probe) store.state._lastProbe = msg.probe;
+  });
+  store.on('snapshot', (msg) => {
+    if (msg.last_step?.probe) store.state._lastProbe = msg.last_step.probe;
+  });
+}
+
+/** Fill "{loss}"-style placeholders; unknown names stay visible as a dash, not as braces. */
+export function fillTemplate(template, values) {
+  return String(template ?? '').replace(/\{(\w+)\}/g, (_, name) =>
+    name in values ? String(values[name]) : '–',
+  );
+}

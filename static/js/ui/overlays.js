@@ -1,0 +1,95 @@
+// Things laid over the scene: toasts (failures, refused controls, saves), the
+// "Connection lost — reconnecting…" overlay and the no-WebGL message.
+
+import { el } from './format.js';
+
+const TOAST_MS = 6000;
+const MAX_TOASTS = 4;
+
+export function createOverlays(store) {
+  const toasts = document.getElementById('toasts');
+  const conn = document.getElementById('conn');
+  const nowebgl = document.getElementById('nowebgl');
+
+  function toast(message, kind = 'info', ms = TOAST_MS) {
+    const node = el('div', { class: `toast toast-${kind}` }, el('span', { class: 'icon', 'aria-hidden': 'true' }), el('span', { text: message }));
+    toasts.append(node);
+    while (toasts.children.length > MAX_TOASTS) toasts.firstElementChild.remove();
+    setTimeout(() => node.remove(), ms);
+    return node;
+  }
+
+  // The engine reports a failure as gpu_failed, restored and gpu_replaced; people want one
+  // sentence about it, so the three are gathered into a single toast.
+  let pending = null;
+  let flushTimer = null;
+  function flushFailure() {
+    if (!pending) return;
+    const p = pending;
+    pending = null;
+    clearTimeout(flushTimer);
+    let msg = `GPU ${p.gpu} failed at step ${p.step}`;
+    if (p.restored !== undefined) {
+      msg += ` — rolled back to step ${p.restored} (${p.lost} step${p.lost === 1 ? '' : 's'} lost)`;
+    }
+    if (p.replaced) msg += ', GPU replaced';
+    toast(msg, 'failure', 9000);
+  }
+
+  function onEvent(e) {
+    const d = e.detail ?? {};
+    switch (e.kind) {
+      case 'gpu_failed':
+        flushFailure();
+        pending = { gpu: d.gpu, step: e.step };
+        flushTimer = setTimeout(flushFailure, 2500);
+        break;
+      case 'restored':
+        if (!pending) pending = { gpu: '?', step: d.failed_step };
+        // The engine counts the failed step as the one being attempted.
+        if (Number.isFinite(d.failed_step)) pending.step = d.failed_step;
+        pending.restored = d.restored_step;
+        pending.lost = d.steps_lost;
+        break;
+      case 'gpu_replaced':
+        if (pending) {
+          pending.replaced = true;
+          flushFailure();
+        } else {
+          toast(`GPU ${d.gpu} replaced`, 'info');
+        }
+        break;
+      case 'checkpoint_skipped':
+        toast(e.message || 'A damaged checkpoint was skipped', 'warn');
+        break;
+      case 'checkpoint_saved':
+        if (d.reason === 'on_demand') toast(`Checkpoint saved at step ${d.step ?? e.step}`, 'saved', 3500);
+        break;
+      case 'run_reset':
+        toast(e.message || 'The run was reset', 'info');
+        break;
+      default:
+        break;
+    }
+  }
+
+  store.on('event', onEvent);
+  store.on('error', (msg) => {
+    const text = msg.message || msg.code || 'The server refused that';
+    toast(`Not done: ${text}`, 'error', 7000);
+  });
+
+  function renderConnection() {
+    conn.hidden = store.state.connection !== 'lost';
+  }
+  store.on('change:connection', renderConnection);
+  renderConnection();
+
+  return {
+    toast,
+    showNoWebGL() {
+      nowebgl.hidden = false;
+      document.body.classList.add('no-webgl');
+    },
+  };
+}

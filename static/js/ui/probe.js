@@ -1,0 +1,61 @@
+// The model close-up as an HTML panel: what the model predicts after "Once upon a" (top five
+// next words with their probabilities) and 16 of its weights, re-toned as they change.
+// The probe rides on every few steps, so the panel keeps the last one it saw.
+
+import { el } from './format.js';
+
+export function mountProbe(store) {
+  const bars = document.getElementById('probe-bars');
+  const cells = document.getElementById('weights');
+  const name = document.getElementById('weights-name');
+  const when = document.getElementById('probe-step');
+  const blank = document.querySelector('.probe-panel .blank');
+
+  const rows = [];
+  for (let i = 0; i < 5; i++) {
+    const word = el('span', { class: 'word' });
+    const fill = el('span', { class: 'fill' });
+    const pct = el('span', { class: 'pct' });
+    bars.append(el('li', {}, word, el('span', { class: 'track' }, fill), pct));
+    rows.push({ word, fill, pct });
+  }
+  const weightCells = [];
+  for (let i = 0; i < 16; i++) {
+    const c = el('span', { class: 'w' });
+    cells.append(c);
+    weightCells.push(c);
+  }
+  let scale = 0; // largest |weight| seen, so the tones stay comparable from probe to probe
+
+  function render(probe, stepNo) {
+    if (!probe) return;
+    const top = probe.top ?? [];
+    rows.forEach((r, i) => {
+      const t = top[i];
+      r.word.textContent = t ? t.token : '';
+      r.fill.style.width = t ? `${Math.max(0.5, t.p * 100)}%` : '0%';
+      r.pct.textContent = t ? `${(t.p * 100).toFixed(t.p < 0.1 ? 1 : 0)}%` : '';
+    });
+    blank.textContent = top[0] ? top[0].token : '___';
+    const w = probe.weights ?? [];
+    for (const x of w) scale = Math.max(scale, Math.abs(x));
+    weightCells.forEach((c, i) => {
+      const x = w[i];
+      if (x === undefined) return;
+      // Lightness encodes the value (dark = negative, light = positive): no hue, because
+      // hues are reserved for the phases of a step.
+      const t = scale > 0 ? x / scale : 0;
+      c.style.setProperty('--l', `${Math.round(50 + 40 * t)}%`);
+      c.title = `${x.toFixed(4)}`;
+    });
+    name.textContent = probe.weights_name ? `from ${probe.weights_name}` : '';
+    when.textContent = stepNo !== undefined ? `at step ${stepNo}` : '';
+  }
+
+  store.on('step', (msg) => {
+    if (msg.probe) render(msg.probe, msg.step);
+  });
+  store.on('snapshot', (msg) => {
+    if (msg.last_step?.probe) render(msg.last_step.probe, msg.last_step.step);
+  });
+}
