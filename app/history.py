@@ -1,0 +1,196 @@
+"""The run's record in runs.sqlite: every step's key figures and every event, per run_id.
+
+This is what lets a restarted server serve the whole history of a run, and what keeps the
+`seq` counter going up across restarts and resets. SQLite in WAL mode, so a reader never
+blocks the writer; one connection guarded by a lock, because steps are written from the
+runner's reader thread and control events from the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    config TEXT NOT NULL,
+    current INTEGER NOT NULL DEFAULT 0,
+    last_frame TEXT
+);
+CREATE TABLE IF NOT EXISTS steps (
+    seq INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    loss REAL NOT NULL,
+    grad_norm REAL NOT NULL,
+    lr REAL NOT NULL,
+    tokens_total INTEGER NOT NULL,
+    sim_step_s REAL NOT NULL,
+    wall_step_s REAL NOT NULL,
+    time REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS steps_run ON steps (run_id, seq);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    seq INTEGER,
+    kind TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    time REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_run ON events (run_id, id);
+"""
+
+STEP_FIELDS = (
+    "step",
+    "epoch",
+    "loss",
+    "grad_norm",
+    "lr",
+    "tokens_total",
+    "sim_step_s",
+    "wall_step_s",
+)
+
+
+@dataclass
+class RunRow:
+    run_id: str
+    created: float
+    config: dict[str, Any]
+    last_frame: str | None
+
+
+class History:
+    def __init__(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a power cut may lose the last commits, never corrupt the file.
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # --- runs -----------------------------------------------------------------------------
+
+    def current_run(self) -> RunRow | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT run_id, created, config, last_frame FROM runs WHERE current = 1"
+            ).fetchone()
+        if row is None:
+            return None
+        return RunRow(row[0], row[1], json.loads(row[2]), row[3])
+
+    def start_run(self, run_id: str, config: dict[str, Any]) -> None:
+        """Record a new run and make it the current one (old runs keep their rows)."""
+        with self._lock, self._db:
+            self._db.execute("BEGIN")
+            self._db.execute("UPDATE runs SET current = 0 WHERE current = 1")
+            self._db.execute(
+                "INSERT INTO runs (run_id, created, config, current) VALUES (?, ?, ?, 1)",
+                (run_id, time.time(), json.dumps(config)),
+            )
+
+    def update_config(self, run_id: str, config: dict[str, Any]) -> None:
+        """Same run, carried out differently (more GPUs, another checkpoint interval)."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE runs SET config = ? WHERE run_id = ?", (json.dumps(config), run_id)
+            )
+
+    def set_last_frame(self, run_id: str, frame: str | None) -> None:
+        with self._lock:
+            self._db.execute("UPDATE runs SET last_frame = ? WHERE run_id = ?", (frame, run_id))
+
+    def run_ids(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT run_id FROM runs ORDER BY created")]
+
+    # --- steps ----------------------------------------------------------------------------
+
+    def next_seq(self) -> int:
+        with self._lock:
+            (top,) = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM steps").fetchone()
+        return int(top) + 1
+
+    def add_step(
+        self, seq: int, run_id: str, figures: dict[str, Any], events: list[dict[str, Any]]
+    ) -> None:
+        """One step and the events it carried, in one transaction."""
+        now = time.time()
+        with self._lock, self._db:
+            self._db.execute("BEGIN")
+            self._db.execute(
+                "INSERT INTO steps (seq, run_id, step, epoch, loss, grad_norm, lr, tokens_total,"
+                " sim_step_s, wall_step_s, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (seq, run_id, *(figures[k] for k in STEP_FIELDS), now),
+            )
+            for e in events:
+                self._insert_event(run_id, seq, e, now)
+
+    def add_event(self, run_id: str, event: dict[str, Any]) -> None:
+        with self._lock:
+            self._insert_event(run_id, None, event, time.time())
+
+    def _insert_event(self, run_id: str, seq: int | None, e: dict[str, Any], now: float) -> None:
+        self._db.execute(
+            "INSERT INTO events (run_id, seq, kind, step, message, detail, time)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run_id, seq, e["kind"], e["step"], e["message"], json.dumps(e.get("detail", {})), now),
+        )
+
+    def steps(self, run_id: str) -> list[dict[str, Any]]:
+        with self._lock:
+            cur = self._db.execute(
+                "SELECT seq, step, epoch, loss, grad_norm, lr, tokens_total, sim_step_s,"
+                " wall_step_s, time FROM steps WHERE run_id = ? ORDER BY seq",
+                (run_id,),
+            )
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur]
+
+    def loss_points(self, run_id: str) -> list[tuple[int, int, float]]:
+        with self._lock:
+            return list(
+                self._db.execute(
+                    "SELECT seq, step, loss FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
+                )
+            )
+
+    def last_step(self, run_id: str) -> int | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT step FROM steps WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,)
+            ).fetchone()
+        return None if row is None else int(row[0])
+
+    # --- events ---------------------------------------------------------------------------
+
+    def events(self, run_id: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """Events of a run, oldest first (the most recent `limit` when given)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT kind, step, message, detail FROM events WHERE run_id = ?"
+                " ORDER BY id DESC LIMIT ?",
+                (run_id, -1 if limit is None else limit),
+            ).fetchall()
+        return [
+            {"type": "event", "kind": k, "step": s, "message": m, "detail": json.loads(d)}
+            for k, s, m, d in reversed(rows)
+        ]

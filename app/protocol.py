@@ -1,0 +1,394 @@
+"""The wire contract between the server and the browser, as pydantic models.
+
+Every message is a JSON object with a `type` tag. The server sends `hello`, `snapshot`,
+`step`, `event` and `error`; the browser sends `control`. Step fields mirror the engine's
+`StepReport` (app/engine/report.py) name for name, so the engine, the server and the browser
+talk about the same things. The JSON Schema in docs/protocol.schema.json is generated from
+these models and a test fails when the two drift apart:
+
+    python -m app.protocol > docs/protocol.schema.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+PROTOCOL_VERSION = 1
+SCENE_NAME = "training-run"
+
+# Speeds a client may ask for: a named pace or a number of steps per second.
+SPEED_MIN = 0.1
+SPEED_MAX = 1000.0
+LESSON = "lesson"  # one step every couple of seconds, so each phase can be watched
+MAX = "max"  # as fast as the engine goes; frames to each viewer are capped and coalesced
+
+# Event kinds raised by run control (the engine's own kinds are in app/engine/report.py).
+CONTROL_EVENT_KINDS = ("paused", "resumed", "speed_changed", "run_reset")
+
+Speed = Literal["lesson", "max"] | Annotated[float, Field(ge=SPEED_MIN, le=SPEED_MAX)]
+RunState = Literal["running", "paused", "resting"]
+
+
+class _Out(BaseModel):
+    """Server-to-client records. Unknown attributes are ignored, so the engine may grow."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+# --- pieces of a step (mirrors of the engine's dataclasses) ------------------------------
+
+
+class EventMsg(_Out):
+    type: Literal["event"] = "event"
+    kind: str = Field(
+        description="engine kind (checkpoint_saved, checkpoint_skipped, gpu_failed, restored, "
+        "gpu_replaced, epoch_started) or run-control kind (paused, resumed, speed_changed, "
+        "run_reset)"
+    )
+    step: int
+    message: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class PhaseMsg(_Out):
+    name: str
+    sim_s: float
+    wall_s: float
+
+
+class RingHopMsg(_Out):
+    src: int
+    dst: int
+    link: str
+
+
+class LinkLoadMsg(_Out):
+    kind: str
+    hops: int
+    bytes: int
+
+
+class RingMsg(_Out):
+    passes: int
+    gpus: int
+    elements: int
+    chunk_bytes: int
+    bytes_total: int
+    bytes_per_gpu: int
+    busiest_link_bytes: int
+    hops: list[RingHopMsg]
+    links: list[LinkLoadMsg]
+
+
+class LoaderMsg(_Out):
+    workers: int
+    queue_depth: int
+    queue_capacity: int
+    waited: bool
+    wait_s: float
+    epoch: int
+    batch_in_epoch: int
+    batches_per_epoch: int
+    samples_per_epoch: int
+
+
+class MemoryMsg(_Out):
+    gpu: int
+    weights: int
+    grads: int
+    optimizer: int
+    activations: int
+    total: int
+    capacity: int
+
+
+class ProbeTokenMsg(_Out):
+    token: str
+    p: float
+
+
+class ProbeMsg(_Out):
+    prompt: str
+    top: list[ProbeTokenMsg]
+    weights: list[float]
+    weights_name: str
+
+
+class StepFields(_Out):
+    """Every field of the engine's StepReport, as it travels on the wire."""
+
+    step: int
+    epoch: int
+    loss: float
+    gpu_losses: list[float]
+    grad_norm: float
+    lr: float
+    tokens: int
+    tokens_total: int
+    phases: list[PhaseMsg]
+    sim_step_s: float
+    wall_step_s: float
+    ring: RingMsg
+    loader: LoaderMsg
+    memory: list[MemoryMsg]
+    probe: ProbeMsg | None = None
+    events: list[EventMsg] = Field(default_factory=list)
+
+
+class StepMsg(StepFields):
+    type: Literal["step"] = "step"
+    seq: int = Field(
+        description="position in the server's record of steps; only ever goes up, also across "
+        "restarts and resets (a rollback shows as `step` going down while `seq` goes up)"
+    )
+    sent_at: float | None = Field(
+        default=None, description="server clock (Unix seconds) when the step was published"
+    )
+
+
+# --- hello --------------------------------------------------------------------------------
+
+
+class GpuMsg(_Out):
+    id: int
+    server: int
+    local: int
+    leaf: int
+
+
+class ServerMsg(_Out):
+    id: int
+    leaf: int
+    gpus: list[int]
+
+
+class LeafMsg(_Out):
+    id: int
+    servers: list[int]
+    spines: list[int]
+
+
+class SpineMsg(_Out):
+    id: int
+    leaves: list[int]
+
+
+class RingLinkMsg(_Out):
+    src: int
+    dst: int
+    kind: Literal["nvlink", "leaf", "spine"]
+    path: list[str]
+
+
+class TopologyMsg(_Out):
+    gpus: list[GpuMsg]
+    servers: list[ServerMsg]
+    leaves: list[LeafMsg]
+    spines: list[SpineMsg]
+    ring: list[int]
+    ring_links: list[RingLinkMsg]
+
+
+class ConfigMsg(_Out):
+    """The run's RunConfig (app/engine/config.py), field for field."""
+
+    seed: int
+    gpus: int
+    servers: int
+    leaves: int
+    spines: int
+    preset: str
+    n_layer: int
+    n_head: int
+    n_embd: int
+    block_size: int
+    dtype: str
+    batch_size: int
+    lr: float
+    warmup_steps: int
+    weight_decay: float
+    beta1: float
+    beta2: float
+    eps: float
+    grad_clip: float
+    data: str | None
+    corpus_stories: int
+    loader_workers: int
+    prefetch: int
+    checkpoint_every: int
+    keep_checkpoints: int
+    probe_every: int
+
+
+class PresetMsg(_Out):
+    """The simulated hardware: named public figures the timing model assumes."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+    label: str
+    sources: list[str] = Field(default_factory=list)
+
+
+class HelloMsg(_Out):
+    type: Literal["hello"] = "hello"
+    protocol: int = PROTOCOL_VERSION
+    run_id: str
+    scene: str = SCENE_NAME
+    can_control: bool
+    config: ConfigMsg
+    topology: TopologyMsg
+    preset: PresetMsg
+    n_params: int
+    vocab_size: int
+
+
+# --- snapshot -----------------------------------------------------------------------------
+
+
+class RunStatus(_Out):
+    state: RunState
+    speed: Speed
+    step: int
+    epoch: int
+    loss: float | None
+    tokens_total: int
+    restarts: int
+    viewers: int
+    run_id: str
+
+
+class HistoryPoint(_Out):
+    seq: int
+    step: int
+    loss: float
+
+
+class CheckpointMsg(_Out):
+    step: int
+    path: str
+    bytes: int
+    created: float
+    ok: bool
+
+
+class SnapshotMsg(_Out):
+    type: Literal["snapshot"] = "snapshot"
+    status: RunStatus
+    last_step: StepMsg | None
+    history: list[HistoryPoint] = Field(description="at most 2000 points, oldest first")
+    events: list[EventMsg] = Field(description="the most recent events, at most 200")
+    checkpoints: list[CheckpointMsg]
+
+
+class ErrorMsg(_Out):
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+
+
+ServerMessage = Annotated[
+    HelloMsg | SnapshotMsg | StepMsg | EventMsg | ErrorMsg, Field(discriminator="type")
+]
+
+# --- client to server ---------------------------------------------------------------------
+
+
+class _In(BaseModel):
+    # A misspelt field is an error the sender hears about, not something silently dropped.
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["control"] = "control"
+    token: str | None = Field(default=None, max_length=256, description="presenter token")
+
+
+class PauseControl(_In):
+    action: Literal["pause"]
+
+
+class ResumeControl(_In):
+    action: Literal["resume"]
+
+
+class StepControl(_In):
+    """Run exactly one step; only while paused."""
+
+    action: Literal["step"]
+
+
+class SpeedControl(_In):
+    action: Literal["speed"]
+    value: Speed
+
+
+class ResetControl(_In):
+    """Start a fresh run (new run_id); the old run's history stays in the database."""
+
+    action: Literal["reset"]
+    seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    preset: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+class FailGpuControl(_In):
+    """Fail one GPU now; the run rolls back to the last good checkpoint."""
+
+    action: Literal["fail_gpu"]
+    gpu: int = Field(ge=0, description="checked against the cluster size by the runner")
+
+
+class CheckpointControl(_In):
+    action: Literal["checkpoint_now"]
+
+
+Control = Annotated[
+    PauseControl
+    | ResumeControl
+    | StepControl
+    | SpeedControl
+    | ResetControl
+    | FailGpuControl
+    | CheckpointControl,
+    Field(discriminator="action"),
+]
+ClientMessage = Control  # the only thing a client sends today
+
+control_adapter: TypeAdapter[Any] = TypeAdapter(Control)
+server_message_adapter: TypeAdapter[Any] = TypeAdapter(ServerMessage)
+
+
+def parse_speed(value: str | float) -> str | float:
+    """'lesson', 'max' or a number of steps per second within range; ValueError otherwise."""
+    if isinstance(value, str) and value in (LESSON, MAX):
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"speed must be 'lesson', 'max' or a number, not {value!r}") from None
+    if not SPEED_MIN <= number <= SPEED_MAX:
+        raise ValueError(f"speed must be between {SPEED_MIN} and {SPEED_MAX} steps/s")
+    return number
+
+
+def json_schema() -> dict[str, Any]:
+    """One JSON Schema document for both directions of the wire."""
+    server = server_message_adapter.json_schema(ref_template="#/$defs/{model}")
+    client = control_adapter.json_schema(ref_template="#/$defs/{model}")
+    defs = {**server.pop("$defs", {}), **client.pop("$defs", {})}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Training Run wire protocol",
+        "description": "Every message is a JSON object tagged by `type`. See docs/protocol.md.",
+        "protocol": PROTOCOL_VERSION,
+        "anyOf": [{"$ref": "#/$defs/ServerMessage"}, {"$ref": "#/$defs/ClientMessage"}],
+        "$defs": {**dict(sorted(defs.items())), "ServerMessage": server, "ClientMessage": client},
+    }
+
+
+def schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=False) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(schema_text())

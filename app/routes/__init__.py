@@ -1,0 +1,1 @@
+"""HTTP and websocket routes: `http` (REST and pages), `ws` (/ws), `labs` (/api/labs/*)."""

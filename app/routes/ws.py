@@ -1,0 +1,175 @@
+"""/ws: hello and snapshot on connect, then live steps and events; controls come back here.
+
+Anything a client sends is checked in order (rate, size, JSON, shape, permission) and each
+problem is answered with an `error` frame naming it; the connection and the run go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+from fastapi import APIRouter, WebSocket
+from pydantic import ValidationError
+
+from app.hub import Frame, Hub, Viewer
+from app.protocol import ErrorMsg, control_adapter
+from app.runner import ControlError, Runner
+from app.security import Guard, TokenBucket
+from app.settings import Settings
+
+log = logging.getLogger("trainingrun.ws")
+router = APIRouter()
+
+# Close codes: 1008 policy violation (foreign origin), 1013 try again later (too slow).
+CLOSE_POLICY = 1008
+CLOSE_TOO_SLOW = 1013
+
+_RANGE_ERRORS = {
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+    "string_too_long",
+    "string_too_short",
+}
+
+
+def error_text(code: str, message: str) -> str:
+    return ErrorMsg(code=code, message=message).model_dump_json()
+
+
+def describe_validation(exc: ValidationError) -> tuple[str, str]:
+    """A short code and one readable sentence per problem, naming the field."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]["type"] if errors else "invalid"
+    if first == "union_tag_not_found":
+        code = "missing_action"
+    elif first == "union_tag_invalid":
+        code = "unknown_action"
+    elif first == "missing":
+        code = "missing_field"
+    elif first == "extra_forbidden":
+        code = "unknown_field"
+    elif first in _RANGE_ERRORS:
+        code = "out_of_range"
+    else:
+        code = "invalid_field"
+    parts = []
+    for e in errors:
+        # The first element of the location is the union tag (the action); skip it.
+        loc = [str(x) for x in e["loc"][1:]] if len(e["loc"]) > 1 else [str(x) for x in e["loc"]]
+        # A speed that is neither name nor number fails both branches: say it once.
+        loc = [x for x in loc if not x.startswith(("literal[", "constrained-", "float"))]
+        where = ".".join(loc) or "message"
+        parts.append(f"{where}: {e['msg']}")
+    return code, "; ".join(dict.fromkeys(parts))
+
+
+class Session:
+    """One websocket client: its viewer in the hub and its inbound message budget."""
+
+    def __init__(self, ws: WebSocket, viewer: Viewer, settings: Settings) -> None:
+        self.ws = ws
+        self.viewer = viewer
+        self.settings = settings
+        self.bucket = TokenBucket(settings.control_rate, settings.control_burst)
+        app = ws.app
+        self.runner: Runner = app.state.runner
+        self.guard: Guard = app.state.guard
+
+    def reply_error(self, code: str, message: str) -> None:
+        self.viewer.push(Frame(error_text(code, message)))
+
+    async def receive_loop(self) -> None:
+        while True:
+            msg = await self.ws.receive()
+            if msg["type"] == "websocket.disconnect":
+                return
+            try:
+                await self.handle(msg.get("text"), msg.get("bytes"))
+            except Exception:
+                # Never let one message take the connection down.
+                log.exception("unexpected error handling a client message")
+                self.reply_error("internal", "the server could not handle that message")
+
+    async def handle(self, text: str | None, data: bytes | None) -> None:
+        if not self.bucket.take():
+            self.reply_error("rate_limited", "too many messages: at most 10 a second, please")
+            return
+        limit = self.settings.max_message_bytes
+        if text is None:
+            if data is not None and len(data) > limit:
+                self.reply_error("too_large", f"messages are limited to {limit} bytes")
+            else:
+                self.reply_error("binary_frame", "send JSON as text frames")
+            return
+        if len(text) > limit or len(text.encode("utf-8", "surrogatepass")) > limit:
+            self.reply_error("too_large", f"messages are limited to {limit} bytes")
+            return
+        try:
+            raw: Any = json.loads(text)
+        except ValueError as exc:
+            self.reply_error("invalid_json", f"not valid JSON: {exc}")
+            return
+        if not isinstance(raw, dict):
+            self.reply_error("not_an_object", "a message must be a JSON object with a type")
+            return
+        kind = raw.get("type")
+        if kind is None:
+            self.reply_error("missing_type", "a message needs a 'type' field (e.g. 'control')")
+            return
+        if kind != "control":
+            shown = kind if isinstance(kind, str) else type(kind).__name__
+            self.reply_error("unknown_type", f"unknown message type {str(shown)[:40]!r}")
+            return
+        try:
+            ctl = control_adapter.validate_python(raw)
+        except ValidationError as exc:
+            self.reply_error(*describe_validation(exc))
+            return
+        if not (self.viewer.can_control or self.guard.may_control(ctl.token)):
+            self.reply_error("forbidden", "controlling this run needs the presenter token")
+            return
+        try:
+            await self.runner.control(ctl)
+        except ControlError as exc:
+            self.reply_error(exc.code, exc.message)
+        except TimeoutError:
+            self.reply_error("timeout", "the training worker did not answer in time")
+
+
+@router.websocket("/ws")
+async def websocket_endpoint(ws: WebSocket) -> None:
+    app = ws.app
+    runner: Runner = app.state.runner
+    hub: Hub = app.state.hub
+    guard: Guard = app.state.guard
+    settings: Settings = app.state.settings
+    if not guard.origin_ok(ws.headers.get("origin"), ws.headers.get("host")):
+        await ws.close(code=CLOSE_POLICY)  # before accept: the handshake gets a 403
+        return
+    can_control = guard.may_control(ws.query_params.get("token"))
+    await ws.accept()
+
+    def first() -> list[str]:
+        return [runner.hello_text(can_control), runner.snapshot_text()]
+
+    viewer = hub.add(ws.send_text, can_control=can_control, first=first)
+    session = Session(ws, viewer, settings)
+    receiving = asyncio.create_task(session.receive_loop())
+    dropped = asyncio.create_task(viewer.closed.wait())
+    try:
+        await asyncio.wait({receiving, dropped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (receiving, dropped):
+            task.cancel()
+        await hub.remove(viewer)
+        if dropped.done() and not dropped.cancelled() and not receiving.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(
+                    ws.close(code=CLOSE_TOO_SLOW, reason=viewer.close_reason[:100]), 5
+                )

@@ -1,0 +1,103 @@
+"""Server settings: command-line options and TRAININGRUN_* environment variables in one place.
+
+`Settings` is what `create_app` takes. Anything not given on the command line can come
+from the environment (for example TRAININGRUN_PORT=9000 or TRAININGRUN_TOKEN=...).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.engine.config import RunConfig
+from app.protocol import parse_speed
+
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TRAININGRUN_", extra="ignore")
+
+    # Where to listen. Loopback by default: nobody else on the network can reach the run.
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    # Data lake, checkpoints and runs.sqlite live here.
+    run_dir: Path = Path("runs/default")
+    fresh: bool = False
+    open_browser: bool = False
+    # Presenter token: needed to control the run when the server is public.
+    token: str | None = Field(default=None, min_length=8, max_length=256)
+    # None: public exactly when `host` is not a loopback address.
+    public: bool | None = None
+    # Browser origins allowed on /ws besides the server's own (e.g. "http://example:8000").
+    allowed_origins: list[str] = Field(default_factory=list)
+
+    # The run
+    preset: str = "h100"
+    gpus: int = Field(default=32, ge=1, le=4096)
+    servers: int = Field(default=4, ge=1, le=1024)
+    leaves: int = Field(default=2, ge=1)
+    spines: int = Field(default=2, ge=1)
+    seed: int = Field(default=0, ge=0)
+    batch_size: int | None = Field(default=None, ge=1)
+    checkpoint_every: int = Field(default=50, ge=0)
+
+    # Pacing and fan-out
+    speed: str | float = "lesson"
+    lesson_interval_s: float = Field(default=2.0, gt=0)
+    max_fps: float = Field(default=20.0, gt=0, le=240)
+    # Rest (stop stepping) after this long with no viewer; 0 never rests.
+    rest_after_s: float = Field(default=10.0, ge=0)
+    # Inbound message budget per client: a token bucket.
+    control_rate: float = Field(default=10.0, gt=0)
+    control_burst: int = Field(default=20, ge=1)
+    max_message_bytes: int = 64 * 1024
+    # Frames waiting for one viewer before it is judged too slow and disconnected.
+    client_queue_limit: int = Field(default=512, ge=8)
+    send_timeout_s: float = Field(default=30.0, gt=0)
+    log_level: str = "info"
+
+    @field_validator("speed")
+    @classmethod
+    def _speed(cls, v: str | float) -> str | float:
+        return parse_speed(v)
+
+    @property
+    def is_public(self) -> bool:
+        return self.public if self.public is not None else not is_loopback(self.host)
+
+    @property
+    def effective_batch_size(self) -> int:
+        """RunConfig's 32, or one sequence per GPU when there are more GPUs than that,
+        rounded up to a multiple of the GPU count so every GPU gets the same share."""
+        wanted = self.batch_size or max(RunConfig.batch_size, self.gpus)
+        return math.ceil(wanted / self.gpus) * self.gpus
+
+    def run_config(self) -> RunConfig:
+        return RunConfig(
+            seed=self.seed,
+            gpus=self.gpus,
+            servers=self.servers,
+            leaves=self.leaves,
+            spines=self.spines,
+            preset=self.preset,
+            batch_size=self.effective_batch_size,
+            checkpoint_every=self.checkpoint_every,
+        )
+
+    @property
+    def db_path(self) -> Path:
+        return self.run_dir / "runs.sqlite"
