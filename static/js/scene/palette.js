@@ -1,0 +1,81 @@
+// Colours of the scene, one meaning each, for the default and the projector theme.
+//
+// The meaning colours (forward, backward, all-reduce, waiting, failure, saved, data) come from
+// the scene spec so the legend, the HUD and the 3D scene agree; the fallbacks below are the
+// same Okabe-Ito based values, used when a spec lacks one. Structural colours (metal, boards,
+// switches) are quiet on purpose so only activity draws the eye.
+
+const MEANING_FALLBACK = {
+  forward: { default: '#E69F00', projector: '#FFB000' },
+  backward: { default: '#CC79A7', projector: '#FF5FC8' },
+  allreduce: { default: '#56B4E9', projector: '#3FC8FF' },
+  waiting: { default: '#8A94A6', projector: '#9AA3B2' },
+  failure: { default: '#D55E00', projector: '#FF3B1F' },
+  saved: { default: '#009E73', projector: '#00C98F' },
+  data: { default: '#DCE4F0', projector: '#FFFFFF' },
+};
+
+const STRUCTURE = {
+  default: {
+    background: '#0B1220',
+    floor: '#121d33',
+    grid: '#1c2a44',
+    chassis: '#34445f',
+    gpu: '#4a5c7e',
+    gpuIdle: '#5a6e96',
+    wallFrame: '#7f90b0',
+    switch: '#485a7c',
+    switchLit: '#9fb2d8',
+    cable: '#51698f',
+    lake: '#1b4166',
+    lakeRim: '#3d6a99',
+    loader: '#4c5b7a',
+    slotEmpty: '#2a3652',
+    plinth: '#2a3650',
+    modelSlab: '#41517a',
+    text: '#e8eef8',
+    // Memory account bands: lavender for weights and gradients, sand for the optimizer's
+    // bookkeeping, slate for activations (none of them a meaning colour).
+    memWeights: '#9d8fd6',
+    memGrads: '#c3b8f0',
+    memOptimizer: '#d8c38f',
+    memActivations: '#6f8fa8',
+    overflow: '#D55E00',
+  },
+  projector: {
+    background: '#000000',
+    floor: '#05080f',
+    grid: '#2a3550',
+    chassis: '#46587c',
+    gpu: '#5d7199',
+    gpuIdle: '#6b80a8',
+    wallFrame: '#9fb0d0',
+    switch: '#55688f',
+    switchLit: '#b8c8e8',
+    cable: '#6d85b0',
+    lake: '#1d4a78',
+    lakeRim: '#4a78aa',
+    loader: '#5a6a8c',
+    slotEmpty: '#2c3a55',
+    plinth: '#34425e',
+    modelSlab: '#4a5a80',
+    text: '#ffffff',
+    memWeights: '#b3a6ff',
+    memGrads: '#d8d0ff',
+    memOptimizer: '#f0d890',
+    memActivations: '#8fb6d6',
+    overflow: '#FF3B1F',
+  },
+};
+
+/** makePalette(spec, theme) -> { forward: '#..', ..., background: '#..', ... } */
+export function makePalette(spec, theme = 'default') {
+  const t = theme === 'projector' ? 'projector' : 'default';
+  const out = { theme: t, ...STRUCTURE[t] };
+  for (const [name, fb] of Object.entries(MEANING_FALLBACK)) {
+    const c = spec?.colours?.[name];
+    out[name] = (c && c[t]) || fb[t];
+  }
+  if (spec?.background?.[t]) out.background = spec.background[t];
+  return out;
+}
