@@ -132,7 +132,7 @@ def _saved_shapes(cfg: ModelConfig, R: int, b: int, T: int) -> dict[str, tuple[i
         s[p + "ln2_rstd"] = (R, N, 1)
         s[p + "h2"] = (R, N, C)
         s[p + "a"] = (R, N, F)  # MLP pre-activation
-        s[p + "tanh"] = (R, N, F)  # the GELU's tanh, reused by its derivative
+        s[p + "sig"] = (R, N, F)  # the GELU's sigmoid, reused by its derivative
         s[p + "g"] = (R, N, F)  # GELU output, input of w2
     s["lnf_xhat"] = (R, N, C)
     s["lnf_rstd"] = (R, N, 1)
@@ -165,6 +165,13 @@ class _Workspace:
         self.row = xp.empty((R, N, 1), dtype=dt)  # per-position statistics
         self.row2 = xp.empty((R, N, 1), dtype=dt)
         self.att_row = xp.empty((R, b, H, T, 1), dtype=dt)
+        self.att_blk = xp.empty((R, b, H, 1, 1), dtype=dt)
+        # Sums along an axis are done as matmuls with a vector of ones (or of 1/n for means):
+        # BLAS does them an order of magnitude faster than numpy's reductions over short rows.
+        self.ones_N = xp.ones((N,), dtype=dt)
+        self.ones_T = xp.ones((T,), dtype=dt)
+        self.ones_V = xp.ones((cfg.vocab_size,), dtype=dt)
+        self.mean_C = xp.full((C,), 1.0 / C, dtype=dt)
         # Additive causal mask: position t may look at positions <= t only.
         mask = np.triu(np.full((T, T), -np.inf), k=1)
         self.mask = xp.asarray(mask, dtype=dt)
@@ -226,7 +233,12 @@ class Model:
             xp.matmul(q, xp.swapaxes(k, -1, -2), out=att)
             att *= scale
             att += ws.mask
-            _softmax_lastaxis_(att, ws.att_row)
+            if not _softmax_attention_(att, ws):
+                # Rows far below their block's maximum underflowed: redo them exactly.
+                xp.matmul(q, xp.swapaxes(k, -1, -2), out=att)
+                att *= scale
+                att += ws.mask
+                _softmax_lastaxis_(att, ws.att_row, ws.ones_T)
             y = sv[s + "y"]  # (R, N, C), heads side by side
             xp.matmul(att, v, out=_heads_view(y, R, b, T, H, D))
             xp.matmul(y, params[p + "attn.wo"], out=ws.tC)
@@ -235,10 +247,10 @@ class Model:
 
             h2 = sv[s + "h2"]
             self._ln_forward(x, params[p + "ln2.g"], params[p + "ln2.b"], ws, s + "ln2", h2)
-            a, t, g = sv[s + "a"], sv[s + "tanh"], sv[s + "g"]  # (R, N, F)
+            a, sig, g = sv[s + "a"], sv[s + "sig"], sv[s + "g"]  # (R, N, F)
             xp.matmul(h2, params[p + "mlp.w1"], out=a)
             a += params[p + "mlp.b1"][:, None, :]
-            _gelu_forward(a, t, g)
+            _gelu_forward(a, sig, g)
             xp.matmul(g, params[p + "mlp.w2"], out=ws.tC)
             ws.tC += params[p + "mlp.b2"][:, None, :]
             x += ws.tC
@@ -247,17 +259,17 @@ class Model:
         self._ln_forward(x, params["lnf.g"], params["lnf.b"], ws, "lnf", hf)
         probs = sv["probs"]  # (R, N, V)
         xp.matmul(hf, params["head"], out=probs)
-        _softmax_lastaxis_(probs, ws.row)
+        _softmax_lastaxis_(probs, ws.row, ws.ones_V)
         return ws
 
     def _ln_forward(
         self, x: Array, g: Array, bias: Array, ws: _Workspace, key: str, out: Array
     ) -> None:
         xhat, rstd = ws.saved[key + "_xhat"], ws.saved[key + "_rstd"]
-        xp.mean(x, axis=-1, keepdims=True, out=ws.row)
+        _rowdot(x, ws.mean_C, ws.row)
         xp.subtract(x, ws.row, out=xhat)
         xp.multiply(xhat, xhat, out=ws.tC2)
-        xp.mean(ws.tC2, axis=-1, keepdims=True, out=rstd)
+        _rowdot(ws.tC2, ws.mean_C, rstd)
         rstd += LN_EPS
         xp.sqrt(rstd, out=rstd)
         xp.divide(1.0, rstd, out=rstd)
@@ -317,21 +329,21 @@ class Model:
         for i in reversed(range(cfg.n_layer)):
             p, s = f"layers.{i}.", f"{i}."
             # MLP: x += w2(gelu(w1 h2 + b1)) + b2
-            g, a, t = sv[s + "g"], sv[s + "a"], sv[s + "tanh"]
+            g, a, sig = sv[s + "g"], sv[s + "a"], sv[s + "sig"]
             xp.matmul(xp.swapaxes(g, -1, -2), dx, out=grads[p + "mlp.w2"])
-            xp.sum(dx, axis=1, out=grads[p + "mlp.b2"])
+            _colsum(dx, ws.ones_N, grads[p + "mlp.b2"])
             dg = ws.tF
             xp.matmul(dx, xp.swapaxes(params[p + "mlp.w2"], -1, -2), out=dg)
-            _gelu_backward_(dg, a, t, ws.tF2)  # dg now holds d(loss)/d(a)
+            _gelu_backward_(dg, a, sig, ws.tF2)  # dg now holds d(loss)/d(a)
             xp.matmul(xp.swapaxes(sv[s + "h2"], -1, -2), dg, out=grads[p + "mlp.w1"])
-            xp.sum(dg, axis=1, out=grads[p + "mlp.b1"])
+            _colsum(dg, ws.ones_N, grads[p + "mlp.b1"])
             xp.matmul(dg, xp.swapaxes(params[p + "mlp.w1"], -1, -2), out=ws.tC)
             self._ln_backward(ws.tC, params, grads, p + "ln2", ws, s + "ln2", dx)
 
             # Attention: x += wo(softmax(q k^T / sqrt(D) + mask) v) + bo
             y = sv[s + "y"]
             xp.matmul(xp.swapaxes(y, -1, -2), dx, out=grads[p + "attn.wo"])
-            xp.sum(dx, axis=1, out=grads[p + "attn.bo"])
+            _colsum(dx, ws.ones_N, grads[p + "attn.bo"])
             dy = ws.tC
             xp.matmul(dx, xp.swapaxes(params[p + "attn.wo"], -1, -2), out=dy)
             dyh = _heads_view(dy, R, b, T, H, D)  # (R, b, H, T, D)
@@ -342,7 +354,7 @@ class Model:
             xp.matmul(dyh, xp.swapaxes(v, -1, -2), out=datt)
             # Softmax backward: dS = P * (dP - sum(P * dP)); att is consumed here.
             datt *= att
-            xp.sum(datt, axis=-1, keepdims=True, out=ws.att_row)
+            _rowdot(datt, ws.ones_T, ws.att_row)
             att *= ws.att_row
             datt -= att
             datt *= scale
@@ -350,7 +362,7 @@ class Model:
             xp.matmul(xp.swapaxes(datt, -1, -2), q, out=dk)
             dqkv = ws.dqkv  # (R, N, 3C)
             xp.matmul(xp.swapaxes(sv[s + "h1"], -1, -2), dqkv, out=grads[p + "attn.wqkv"])
-            xp.sum(dqkv, axis=1, out=grads[p + "attn.bqkv"])
+            _colsum(dqkv, ws.ones_N, grads[p + "attn.bqkv"])
             xp.matmul(dqkv, xp.swapaxes(params[p + "attn.wqkv"], -1, -2), out=ws.tC)
             self._ln_backward(ws.tC, params, grads, p + "ln1", ws, s + "ln1", dx)
 
@@ -382,14 +394,14 @@ class Model:
         g, dg_out, db_out = params[name + ".g"], grads[name + ".g"], grads[name + ".b"]
         xhat, rstd = ws.saved[key + "_xhat"], ws.saved[key + "_rstd"]
         t = ws.tC2
-        xp.sum(dh, axis=1, out=db_out)
+        _colsum(dh, ws.ones_N, db_out)
         xp.multiply(dh, xhat, out=t)
-        xp.sum(t, axis=1, out=dg_out)
+        _colsum(t, ws.ones_N, dg_out)
         dh *= g[:, None, :]  # dh now holds d(loss)/d(xhat)
         # dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
-        xp.mean(dh, axis=-1, keepdims=True, out=ws.row)
+        _rowdot(dh, ws.mean_C, ws.row)
         xp.multiply(dh, xhat, out=t)
-        xp.mean(t, axis=-1, keepdims=True, out=ws.row2)
+        _rowdot(t, ws.mean_C, ws.row2)
         xp.multiply(xhat, ws.row2, out=t)
         dh -= t
         dh -= ws.row
@@ -426,43 +438,83 @@ def _heads_view(y: Array, R: int, b: int, T: int, H: int, D: int) -> Array:
     return xp.permute_dims(xp.reshape(y, (R, b, T, H, D)), (0, 1, 3, 2, 4))
 
 
-def _softmax_lastaxis_(z: Array, row: Array) -> None:
+def _rowdot(z: Array, w: Array, out: Array) -> None:
+    """out[..., 0] = z[..., :] @ w: sums (w of ones) or means (w of 1/n) along the last axis.
+
+    z must be contiguous, so it can be seen as one (rows, n) matrix: one BLAS call in all.
+    """
+    n = z.shape[-1]
+    xp.matmul(xp.reshape(z, (-1, n)), w, out=xp.reshape(out, (-1,)))
+
+
+def _colsum(z: Array, ones_n: Array, out: Array) -> None:
+    """out (R, K) = sum of z (R, n, K) over its middle axis, as ones (n,) @ z."""
+    xp.matmul(ones_n, z, out=out)
+
+
+def _softmax_lastaxis_(z: Array, row: Array, ones: Array) -> None:
     """Softmax over the last axis, in place; `row` is scratch shaped like z[..., :1]."""
     xp.max(z, axis=-1, keepdims=True, out=row)
     z -= row
     xp.exp(z, out=z)
-    xp.sum(z, axis=-1, keepdims=True, out=row)
-    z /= row
+    _rowdot(z, ones, row)
+    xp.divide(1.0, row, out=row)
+    z *= row
 
 
-def _gelu_forward(a: Array, t: Array, out: Array) -> None:
-    """out = 0.5 a (1 + tanh(k (a + c a^3))); keeps the tanh in t for the backward pass."""
-    xp.multiply(a, a, out=t)
-    t *= GELU_C
-    t += 1.0
-    t *= a
-    t *= GELU_K
-    xp.tanh(t, out=t)
-    xp.add(t, 1.0, out=out)
-    out *= a
-    out *= 0.5
+def _softmax_attention_(att: Array, ws: _Workspace) -> bool:
+    """Causal attention softmax in place, shifted by each head's block maximum.
+
+    Any shift gives the same softmax; a row maximum is the usual choice, but numpy is slow at
+    maxima over rows of only T entries, while one maximum per (T, T) block is cheap and still
+    rules out overflow. A row whose own maximum sits more than ~80 below its block's could
+    underflow; then this returns False (att is spoilt) and the caller redoes it exactly.
+    """
+    R, b, H, T, _ = att.shape
+    blk = xp.reshape(ws.att_blk, (-1, 1))
+    xp.max(xp.reshape(att, (-1, T * T)), axis=-1, keepdims=True, out=blk)
+    att -= ws.att_blk
+    xp.exp(att, out=att)
+    _rowdot(att, ws.ones_T, ws.att_row)
+    if not bool(xp.min(ws.att_row) > 1e-30):
+        return False
+    xp.divide(1.0, ws.att_row, out=ws.att_row)
+    att *= ws.att_row
+    return True
 
 
-def _gelu_backward_(dg: Array, a: Array, t: Array, tmp: Array) -> None:
-    """dg *= gelu'(a), with gelu'(a) = 0.5 (1 + t) + 0.5 a (1 - t^2) k (1 + 3 c a^2).
+def _gelu_forward(a: Array, s: Array, out: Array) -> None:
+    """out = 0.5 a (1 + tanh(u)) with u = k (a + c a^3), i.e. a * sigmoid(2u).
 
-    a and t are consumed (used as scratch): the backward pass is their last reader.
+    The sigmoid form needs one exp instead of a tanh (numpy's exp is much the faster), and
+    keeps s = sigmoid(2u) for the backward pass. The exponent is capped so very negative
+    inputs give s ~ 1e-35 instead of overflowing.
+    """
+    xp.multiply(a, a, out=s)
+    s *= GELU_C
+    s += 1.0
+    s *= a
+    s *= -2.0 * GELU_K  # -2u
+    xp.minimum(s, 80.0, out=s)
+    xp.exp(s, out=s)
+    s += 1.0
+    xp.divide(1.0, s, out=s)
+    xp.multiply(a, s, out=out)
+
+
+def _gelu_backward_(dg: Array, a: Array, s: Array, tmp: Array) -> None:
+    """dg *= gelu'(a) = s + a s (1 - s) 2k (1 + 3 c a^2), with s = sigmoid(2u).
+
+    a is consumed (used as scratch): the backward pass is its last reader.
     """
     xp.multiply(a, a, out=tmp)
-    tmp *= 3.0 * GELU_C * GELU_K
-    tmp += GELU_K
-    tmp *= a  # a k (1 + 3 c a^2)
-    xp.multiply(t, t, out=a)
-    xp.subtract(1.0, a, out=a)  # 1 - t^2
+    tmp *= 6.0 * GELU_C * GELU_K
+    tmp += 2.0 * GELU_K
+    tmp *= a  # a 2k (1 + 3 c a^2)
+    xp.subtract(1.0, s, out=a)
+    a *= s  # s (1 - s)
     tmp *= a
-    t += 1.0
-    tmp += t
-    tmp *= 0.5
+    tmp += s
     dg *= tmp
 
 
