@@ -6,9 +6,9 @@ all-gather passes then hand every finished chunk around the ring. In every pass 
 sends exactly one chunk to its right-hand neighbour, so every link carries the same load:
 2(G-1)/G of the buffer per GPU, whatever G is.
 
-The maths runs on a (G, G, chunk) view of the buffers, so one pass is one vectorised
-add (reduce-scatter) or copy (all-gather) for all G sends at once: simulating 32 GPUs costs
-about the same Python overhead as simulating 2.
+The maths runs in place on a (G, G, chunk) view of one padded buffer, so the only copies
+are the chunks that really travel; the trace keeps compact per-pass arrays and builds
+per-send records only when asked.
 """
 
 from __future__ import annotations
@@ -33,11 +33,32 @@ class Send:
 
 @dataclass
 class PassTrace:
+    """One pass: ring position i sent chunk `chunks[i]` (`nbytes[i]` bytes) to position i+1."""
+
     index: int  # 1-based pass number, 1 .. 2(G-1)
     phase: str  # "reduce_scatter" | "all_gather"
-    sends: list[Send]
+    chunks: np.ndarray  # (G,) chunk sent by each ring position
+    nbytes: np.ndarray  # (G,) bytes sent by each ring position
+    ring: list[int]  # GPU id at each ring position
+    links: list[str]  # link kind of each ring position's outgoing hop
+    sizes: list[int]  # real elements of each chunk
     # Optional copy of every GPU's buffer after this pass, (G, n), for teaching tools.
     values: np.ndarray | None = None
+
+    @property
+    def sends(self) -> list[Send]:
+        g = len(self.ring)
+        return [
+            Send(
+                src=self.ring[i],
+                dst=self.ring[(i + 1) % g],
+                chunk=int(self.chunks[i]),
+                elements=self.sizes[int(self.chunks[i])],
+                bytes=int(self.nbytes[i]),
+                link=self.links[i],
+            )
+            for i in range(g)
+        ]
 
 
 @dataclass
@@ -46,48 +67,52 @@ class RingTrace:
     elements: int
     itemsize: int
     chunk_bounds: list[tuple[int, int]]  # [start, stop) of each chunk
+    ring: list[int] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)  # kind of each ring position's hop
     passes: list[PassTrace] = field(default_factory=list)
 
     @property
     def n_passes(self) -> int:
         return len(self.passes)
 
+    def _per_position(self) -> np.ndarray:
+        """Bytes sent by each ring position over the whole all-reduce."""
+        if not self.passes:
+            return np.zeros(self.gpus, dtype=np.int64)
+        return np.sum([p.nbytes for p in self.passes], axis=0)
+
     def bytes_by_link(self) -> dict[tuple[int, int], int]:
         """Bytes carried by each directed link (src, dst) over the whole all-reduce."""
-        out: dict[tuple[int, int], int] = {}
-        for p in self.passes:
-            for s in p.sends:
-                out[(s.src, s.dst)] = out.get((s.src, s.dst), 0) + s.bytes
-        return out
+        g, per = self.gpus, self._per_position()
+        return {(self.ring[i], self.ring[(i + 1) % g]): int(per[i]) for i in range(g) if g > 1}
 
     def bytes_sent_by_gpu(self) -> list[int]:
         out = [0] * self.gpus
-        for p in self.passes:
-            for s in p.sends:
-                out[s.src] += s.bytes
+        for i, b in enumerate(self._per_position()):
+            out[self.ring[i]] = int(b)
         return out
 
     def bytes_by_kind(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for p in self.passes:
-            for s in p.sends:
-                out[s.link] = out.get(s.link, 0) + s.bytes
+        if self.gpus > 1:
+            for kind, b in zip(self.links, self._per_position(), strict=True):
+                out[kind] = out.get(kind, 0) + int(b)
         return out
 
     @property
     def bytes_total(self) -> int:
-        return sum(s.bytes for p in self.passes for s in p.sends)
+        return int(self._per_position().sum())
 
 
 def chunk_bounds(n: int, g: int) -> list[tuple[int, int]]:
-    """Split n elements into g nearly equal chunks (some empty when n < g)."""
-    base, extra = divmod(n, g)
-    bounds, start = [], 0
-    for c in range(g):
-        size = base + (1 if c < extra else 0)
-        bounds.append((start, start + size))
-        start += size
-    return bounds
+    """Cut n elements into g chunks of ceil(n/g); the last ones are shorter or empty."""
+    w = -(-n // g) if n else 0
+    return [(min(c * w, n), min((c + 1) * w, n)) for c in range(g)]
+
+
+def padded_width(n: int, g: int) -> int:
+    """Columns a (G, n) buffer needs so that it splits into G equal chunks."""
+    return g * (-(-n // g)) if n else 0
 
 
 def ring_allreduce(
@@ -108,68 +133,76 @@ def ring_allreduce(
     buffers = xp.asarray(buffers)
     if buffers.ndim != 2:
         raise ValueError("buffers must have shape (G, n)")
+    g, n = buffers.shape
+    work = xp.zeros((g, padded_width(n, g)), dtype=buffers.dtype)
+    work[:, :n] = buffers
+    trace = ring_allreduce_(
+        work, n, ring=ring, link_kind=link_kind, op=op, record_values=record_values
+    )
+    return work[:, :n], trace
+
+
+def ring_allreduce_(
+    work,
+    n: int,
+    *,
+    ring: Sequence[int] | None = None,
+    link_kind: Callable[[int, int], str] | None = None,
+    op: str = "sum",
+    record_values: bool = False,
+) -> RingTrace:
+    """In place: `work` is (G, padded_width(n, G)) with real data in its first n columns."""
     if op not in ("sum", "mean"):
         raise ValueError("op must be 'sum' or 'mean'")
-    g, n = buffers.shape
+    g = work.shape[0]
     ids = list(ring) if ring is not None else list(range(g))
     if len(ids) != g:
         raise ValueError("ring must name one GPU per buffer row")
+    if work.shape[1] != padded_width(n, g):
+        raise ValueError("work must be padded to padded_width(n, G) columns")
     bounds = chunk_bounds(n, g)
     sizes = [b - a for a, b in bounds]
-    width = max(sizes) if sizes else 0
-    itemsize = buffers.dtype.itemsize
-    trace = RingTrace(gpus=g, elements=n, itemsize=itemsize, chunk_bounds=bounds)
-
-    # Work in a padded (G, G, width) layout: buf[i, c] is GPU i's copy of chunk c.
-    buf = xp.zeros((g, g, width), dtype=buffers.dtype)
-    for c, (a, b) in enumerate(bounds):
-        buf[:, c, : b - a] = buffers[:, a:b]
-
+    itemsize = work.dtype.itemsize
+    kinds = [link_kind(ids[i], ids[(i + 1) % g]) if link_kind else "link" for i in range(g)]
+    trace = RingTrace(
+        gpus=g, elements=n, itemsize=itemsize, chunk_bounds=bounds, ring=ids, links=kinds
+    )
+    if g == 1:
+        return trace
+    w = work.shape[1] // g
+    buf = xp.reshape(work, (g, g, w))  # buf[i, c] is GPU i's copy of chunk c (a view)
+    chunk_bytes = np.asarray(sizes, dtype=np.int64) * itemsize
     rows = np.arange(g)
     right = (rows + 1) % g
-    kinds = [link_kind(ids[i], ids[(i + 1) % g]) if link_kind else "link" for i in range(g)]
 
     def record(index: int, phase: str, chunks: np.ndarray) -> None:
-        sends = [
-            Send(
-                src=ids[i],
-                dst=ids[right[i]],
-                chunk=int(chunks[i]),
-                elements=sizes[chunks[i]],
-                bytes=sizes[chunks[i]] * itemsize,
-                link=kinds[i],
-            )
-            for i in range(g)
-        ]
-        values = _unpad(buf, bounds, n) if record_values else None
-        trace.passes.append(PassTrace(index=index, phase=phase, sends=sends, values=values))
+        values = xp.asarray(work[:, :n]).copy() if record_values else None
+        trace.passes.append(
+            PassTrace(index, phase, chunks, chunk_bytes[chunks], ids, kinds, sizes, values)
+        )
 
     # Reduce-scatter: in pass k GPU i sends chunk (i - k) mod g; its neighbour adds it in.
+    # Each GPU touches its own row only, so the G sends of a pass are G slice adds.
     for k in range(g - 1):
         chunks = (rows - k) % g
-        buf[right, chunks] += buf[rows, chunks]
+        for i in range(g):
+            c = chunks[i]
+            dst = buf[right[i], c]
+            xp.add(dst, buf[i, c], out=dst)
         record(k + 1, "reduce_scatter", chunks)
     # Now GPU i holds the full sum of chunk (i + 1) mod g.
+    if op == "mean":
+        owned = (rows + 1) % g
+        for i in range(g):
+            buf[i, owned[i]] /= g
     # All-gather: in pass k GPU i forwards chunk (i + 1 - k) mod g; its neighbour copies it.
     for k in range(g - 1):
         chunks = (rows + 1 - k) % g
-        buf[right, chunks] = buf[rows, chunks]
+        for i in range(g):
+            c = chunks[i]
+            buf[right[i], c] = buf[i, c]
         record(g + k, "all_gather", chunks)
-
-    result = _unpad(buf, bounds, n)
-    if op == "mean":
-        result /= g
-        if record_values and trace.passes:
-            trace.passes[-1].values = result.copy()
-    return result, trace
-
-
-def _unpad(buf, bounds: list[tuple[int, int]], n: int):
-    g = buf.shape[0]
-    out = xp.empty((g, n), dtype=buf.dtype)
-    for c, (a, b) in enumerate(bounds):
-        out[:, a:b] = buf[:, c, : b - a]
-    return out
+    return trace
 
 
 def naive_allreduce_busiest_link_bytes(g: int, n: int, itemsize: int) -> int:

@@ -42,10 +42,10 @@ from pathlib import Path
 import numpy as np
 
 from . import model as M
-from .backend import xp
+from .backend import dtype_of, xp
 from .checkpoint import CheckpointStore, Loaded
 from .cluster import build_topology
-from .collectives import RingTrace, ring_allreduce
+from .collectives import RingTrace, padded_width, ring_allreduce_
 from .config import RunConfig
 from .device import SimGpu
 from .lake import DataLake, tokenize
@@ -102,7 +102,8 @@ class Trainer:
             SimGpu(id=g.id, server=g.server, capacity=self.preset.memory_bytes)
             for g in self.topology.gpus
         ]
-        self.model = M.Model(self.model_cfg) if hasattr(M, "Model") else None
+        self.model = M.Model(self.model_cfg)
+        self._grad_buffer()
         self._fresh_state()
         act = M.activation_bytes(self.model_cfg, config.micro_batch, config.dtype)
         for gpu in self.gpus:
@@ -175,7 +176,7 @@ class Trainer:
         opt_state = {f"m.{k}": v for k, v in self.opt.m.items()}
         opt_state.update({f"v.{k}": v for k, v in self.opt.v.items()})
         for gpu in self.gpus:
-            gpu.bind(self.params, None, opt_state)
+            gpu.bind(self.params, getattr(self, "grads", None), opt_state)
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         """GPU 0's copy of everything: the replicas are identical, so one is saved."""
@@ -310,38 +311,42 @@ class Trainer:
         )
 
     def _forward_backward(self, idx, targets):
-        """Every GPU's forward and backward on its own microbatch, all at once."""
-        if (
-            self.model is not None
-            and hasattr(self.model, "forward")
-            and hasattr(self.model, "backward")
-        ):
-            t0 = time.perf_counter()
-            losses = self.model.forward(self.params, idx, targets)
-            t1 = time.perf_counter()
-            grads = self.model.backward(self.params)
-            t2 = time.perf_counter()
-            return losses, grads, (t1 - t0, t2 - t1)
+        """Every GPU's forward and backward on its own microbatch, all at once.
+
+        Gradients land straight in the flat all-reduce buffer (see `_grad_buffer`)."""
         t0 = time.perf_counter()
-        losses, grads = M.forward_backward(self.params, idx, targets, self.model_cfg)
+        losses, _ = self.model.forward_backward(self.params, idx, targets, grads=self.grads)
         dt = time.perf_counter() - t0
-        # Without separate timings, split by FLOPs: backward does twice the forward's work.
-        return losses, grads, (dt / 3, 2 * dt / 3)
+        fwd = getattr(self.model, "last_forward_s", None)
+        if fwd is None:  # no separate timing: split by FLOPs (backward is twice the forward)
+            fwd = dt / 3
+        return losses, self.grads, (fwd, max(0.0, dt - fwd))
+
+    def _grad_buffer(self) -> None:
+        """One (G, padded P) buffer holding every GPU's gradients, one row per GPU.
+
+        `self.grads[name]` are views into it, so the model writes gradients where the ring
+        all-reduce reads them, and no gradient is copied on the way."""
+        G = self.config.gpus
+        shapes = M.param_shapes(self.model_cfg)
+        total = sum(int(np.prod(s)) for s in shapes.values())
+        self._grad_elements = total
+        self._grad_flat = xp.zeros((G, padded_width(total, G)), dtype=dtype_of(self.config.dtype))
+        self.grads, off = {}, 0
+        for name, shape in shapes.items():
+            n = int(np.prod(shape))
+            self.grads[name] = xp.reshape(self._grad_flat[:, off : off + n], (G, *shape))
+            off += n
 
     def _allreduce(self, grads: dict[str, np.ndarray]) -> RingTrace:
         """Average every GPU's gradients with a ring all-reduce over the real topology."""
-        G = self.config.gpus
-        names = list(grads)
-        flat = xp.concatenate([xp.reshape(grads[k], (G, -1)) for k in names], axis=1)
-        result, trace = ring_allreduce(
-            flat, ring=self.topology.ring, link_kind=self.topology.link_kind, op="mean"
+        return ring_allreduce_(
+            self._grad_flat,
+            self._grad_elements,
+            ring=self.topology.ring,
+            link_kind=self.topology.link_kind,
+            op="mean",
         )
-        off = 0
-        for k in names:
-            n = grads[k][0].size
-            grads[k][...] = xp.reshape(result[:, off : off + n], grads[k].shape)
-            off += n
-        return trace
 
     def _ring_summary(self, trace: RingTrace) -> RingSummary:
         by_link = trace.bytes_by_link()

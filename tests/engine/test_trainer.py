@@ -1,0 +1,161 @@
+"""The training run end to end: data parallel = one device, determinism, failures, checkpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.engine.config import RunConfig
+from app.engine.trainer import Trainer
+
+SMALL = dict(gpus=4, servers=2, batch_size=8, probe_every=5)
+
+
+def _params(trainer: Trainer) -> dict[str, np.ndarray]:
+    return {k: np.array(v[0]) for k, v in trainer.params.items()}
+
+
+def test_data_parallel_matches_a_single_device(tmp_path):
+    results = {}
+    for g in (1, 2, 4, 8, 16):
+        servers = 2 if g >= 2 else 1
+        cfg = RunConfig(
+            gpus=g,
+            servers=servers,
+            batch_size=16,
+            dtype="float64",
+            checkpoint_every=0,
+            corpus_stories=400,
+        )
+        t = Trainer(cfg, tmp_path / f"g{g}")
+        try:
+            for _ in range(20):
+                t.train_step()
+            assert t.replicas_identical()
+            results[g] = _params(t)
+        finally:
+            t.close(final_checkpoint=False)
+    for g in (2, 4, 8, 16):
+        for name, ref in results[1].items():
+            err = np.max(np.abs(results[g][name] - ref)) / max(np.max(np.abs(ref)), 1e-30)
+            assert err <= 1e-6, f"{g} GPUs differ on {name}: {err:.2e}"
+
+
+def test_step_report_carries_the_whole_story(tmp_path):
+    t = Trainer(RunConfig(**SMALL, checkpoint_every=2), tmp_path)
+    try:
+        r1 = t.train_step()
+        r2 = t.train_step()
+    finally:
+        t.close()
+    assert (r1.step, r2.step) == (1, 2)
+    assert len(r1.gpu_losses) == 4 and r1.loss == pytest.approx(np.mean(r1.gpu_losses))
+    assert [p.name for p in r1.phases] == [
+        "data",
+        "forward",
+        "backward",
+        "allreduce",
+        "optimizer",
+        "checkpoint",
+    ]
+    assert all(p.sim_s >= 0 and p.wall_s >= 0 for p in r1.phases)
+    assert r1.sim_step_s == pytest.approx(sum(p.sim_s for p in r1.phases))
+    assert r1.ring.passes == 2 * (4 - 1) and len(r1.ring.hops) == 4
+    assert {l.kind for l in r1.ring.links if l.hops} == {"nvlink", "spine"}
+    assert r1.tokens == 8 * 16 and r2.tokens_total == 2 * 8 * 16
+    assert r1.probe is not None and r1.probe.prompt == "Once upon a"
+    assert len(r1.probe.top) == 5 and len(r1.probe.weights) == 16
+    assert r1.probe.top[0].p >= r1.probe.top[-1].p
+    m = r1.memory[0]
+    assert m.weights == m.grads and m.optimizer == 2 * m.weights and m.activations > 0
+    assert m.total == m.weights + m.grads + m.optimizer + m.activations
+    assert [e.kind for e in r2.events] == ["checkpoint_saved"]
+    assert r2.phases[-1].sim_s > 0 and r1.phases[-1].sim_s == 0
+    assert r1.loader.queue_capacity == 4 and r1.loader.samples_per_epoch > 0
+
+
+def test_failure_rolls_back_and_replays_the_same_numbers(tmp_path):
+    cfg = RunConfig(**SMALL, checkpoint_every=5)
+    straight = Trainer(cfg, tmp_path / "a")
+    failing = Trainer(cfg, tmp_path / "b")
+    try:
+        for _ in range(12):
+            straight.train_step()
+        for _ in range(8):
+            failing.train_step()
+        events = failing.fail_gpu(3)
+        kinds = [e.kind for e in events]
+        assert kinds == ["gpu_failed", "restored", "gpu_replaced"]
+        restored = events[1].detail
+        assert restored == {"failed_step": 9, "restored_step": 5, "steps_lost": 4}
+        assert failing.step == 5 and failing.restarts == 1
+        while failing.step < 12:
+            failing.train_step()
+        assert failing.params_sha256() == straight.params_sha256()
+        with pytest.raises(ValueError, match="gpu must be between 0 and 3"):
+            failing.fail_gpu(4)
+    finally:
+        straight.close()
+        failing.close()
+
+
+def test_scheduled_failure_without_a_checkpoint_restarts_from_step_zero(tmp_path):
+    t = Trainer(RunConfig(**SMALL, checkpoint_every=0), tmp_path)
+    try:
+        t.schedule_failure(3, 1)
+        t.train_step()
+        t.train_step()
+        r = t.train_step()
+        assert [e.kind for e in r.events][:3] == ["gpu_failed", "restored", "gpu_replaced"]
+        assert r.events[1].detail["restored_step"] == 0 and r.step == 1
+    finally:
+        t.close(final_checkpoint=False)
+
+
+def test_corrupt_checkpoints_are_skipped_with_a_reason(tmp_path):
+    cfg = RunConfig(**SMALL, checkpoint_every=3, keep_checkpoints=5)
+    t = Trainer(cfg, tmp_path)
+    for _ in range(9):
+        t.train_step()
+    t.close()
+    ck = tmp_path / "checkpoints"
+    # Step 9: truncated weights. Step 6: one byte changed, size kept. Step 3 is good.
+    state = ck / "step-00000009" / "state.npz"
+    state.write_bytes(state.read_bytes()[:100])
+    meta = ck / "step-00000006" / "meta.json"
+    raw = bytearray(meta.read_bytes())
+    raw[2] = ord("X") if raw[2] != ord("X") else ord("Y")
+    meta.write_bytes(bytes(raw))
+    # A save that never finished: no manifest.
+    (ck / "step-00000012").mkdir()
+    (ck / "step-00000012" / "state.npz").write_bytes(b"partial")
+
+    messages: list[str] = []
+    t2 = Trainer(cfg, tmp_path, log=messages.append)
+    try:
+        assert t2.step == 3
+        skipped = [e for e in t2.startup_events if e.kind == "checkpoint_skipped"]
+        reasons = [e.detail["reason"] for e in skipped]
+        assert len(skipped) == 3
+        assert "no manifest" in reasons[0]
+        assert "bytes" in reasons[1]  # truncated
+        assert "sha256" in reasons[2]
+        assert any("Skipped checkpoint step-00000009" in m for m in messages)
+        assert t2.startup_events[-1].kind == "restored"
+        listing = {c["step"]: c["ok"] for c in t2.checkpoints()}
+        assert listing == {3: True, 6: False, 9: False, 12: False}
+    finally:
+        t2.close(final_checkpoint=False)
+
+
+def test_checkpoint_now_and_keep_last_n(tmp_path):
+    t = Trainer(RunConfig(**SMALL, checkpoint_every=1, keep_checkpoints=2), tmp_path)
+    try:
+        for _ in range(4):
+            t.train_step()
+        ev = t.checkpoint_now()
+        assert ev.kind == "checkpoint_saved" and ev.detail["reason"] == "on_demand"
+        assert [c["step"] for c in t.checkpoints()] == [3, 4]
+        assert not list((tmp_path / "checkpoints").glob(".tmp-*"))
+    finally:
+        t.close()
