@@ -120,7 +120,7 @@ export function createStage(canvas, { spec, topology, store }) {
   let disposed = false;
   const frameFns = new Set();
   const timeline = new Timeline();
-  const seen = { forward: 0, backward: 0, allreduce: 0, data: 0, maxPulses: 0, steps: 0 };
+  const seen = { forward: 0, backward: 0, allreduce: 0, data: 0, maxPulses: 0, steps: 0, maxDrawCalls: 0 };
   const unsub = [];
   let lastDebug = { phase: null, phaseT: 0, activeGpus: 0, pulses: 0, waiting: 0, failed: 0 };
 
@@ -285,7 +285,7 @@ export function createStage(canvas, { spec, topology, store }) {
   function defaultSafe(w) {
     // The page's panels sit in the corners (left column top and bottom, probe bottom right)
     // under a top bar; the wide scene runs through the free band across the middle.
-    return w >= 1100 ? { left: 24, right: 24, top: 110, bottom: 70 } : { left: 0, right: 0, top: 72, bottom: 40 };
+    return w >= 1100 ? { left: 24, right: 24, top: 120, bottom: 190 } : { left: 0, right: 0, top: 72, bottom: 40 };
   }
 
   function applyViewOffset() {
@@ -375,6 +375,7 @@ export function createStage(canvas, { spec, topology, store }) {
     dirty = false;
     renderer.render(scene, camera);
     frames += 1;
+    seen.maxDrawCalls = Math.max(seen.maxDrawCalls, renderer.info.render.calls);
     for (const fn of frameFns) {
       try {
         fn();
@@ -478,6 +479,11 @@ export function createStage(canvas, { spec, topology, store }) {
   resize();
   setView(0, { instant: true });
   renderer.setAnimationLoop(loop);
+  // Tests reach the debug counters through the canvas they handed us, not a global.
+  Object.defineProperty(canvas, 'stageDebug', {
+    value: () => ({ ...lastDebug, seen: { ...seen }, frames, drawCalls: renderer.info.render.calls }),
+    configurable: true,
+  });
 
   return {
     ok: true,
