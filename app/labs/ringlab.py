@@ -43,6 +43,8 @@ class LabPass:
     phase: str  # "reduce_scatter" | "all_gather"
     sends: list[LabSend]
     values: list[list[int]]  # values[gpu][chunk] after this pass
+    # coverage[gpu][chunk]: how many GPUs' numbers are summed into that cell (G = complete)
+    coverage: list[list[int]]
 
 
 @dataclass
@@ -103,14 +105,22 @@ def run_ring_lab(gpus: int = 6, seed: int = 1) -> RingLab:
     initial = rng.integers(1, 10, size=(gpus, gpus)).astype(np.float32)
     result, trace = ring_allreduce(initial, record_values=True)
     itemsize = trace.itemsize
+    # Which GPUs' numbers sit in each cell: run the same engine ring on GPU i holding 2**i
+    # everywhere; each cell's sum is then a bit mask of its contributors (exact in float64).
+    marks = np.repeat((2.0 ** np.arange(gpus))[:, None], gpus, axis=1)
+    _, mask_trace = ring_allreduce(marks, record_values=True)
+    coverage = [
+        [[int(v).bit_count() for v in row] for row in mp.values] for mp in mask_trace.passes
+    ]
     passes = [
         LabPass(
             index=p.index,
             phase=p.phase,
             sends=[LabSend(s.src, s.dst, s.chunk, s.bytes) for s in p.sends],
             values=_ints(p.values),
+            coverage=cov,
         )
-        for p in trace.passes
+        for p, cov in zip(trace.passes, coverage, strict=True)
     ]
     rs_last = [p for p in trace.passes if p.phase == "reduce_scatter"][-1]
     totals = initial.sum(axis=0)

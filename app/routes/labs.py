@@ -51,6 +51,7 @@ class RingPass(BaseModel):
     phase: Literal["reduce_scatter", "all_gather"]
     sends: list[RingSend]
     values: list[list[int]]
+    coverage: list[list[int]]
 
 
 class RingLink(BaseModel):

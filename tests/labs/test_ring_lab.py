@@ -32,6 +32,12 @@ def test_reduce_scatter_leaves_one_complete_sum_per_gpu(g: int) -> None:
         assert complete == [lab.owner_chunk[gpu]]
     # Every chunk has exactly one owner.
     assert sorted(lab.owner_chunk) == list(range(g))
+    # Coverage counts agree: the owned cell holds all G GPUs' numbers, no other cell does.
+    cov = np.array(lab.passes[g - 2].coverage)
+    assert (cov == g).sum() == g
+    assert all(cov[gpu, lab.owner_chunk[gpu]] == g for gpu in range(g))
+    assert (np.array(lab.passes[-1].coverage) == g).all()
+    assert np.array(lab.passes[0].coverage).max() == min(2, g)
 
 
 @pytest.mark.parametrize("g", [2, 6, 16])

@@ -1,0 +1,58 @@
+// Tiny DOM helpers shared by the lab panels: build elements, and an SVG namespace variant.
+
+export function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  setAttrs(node, attrs);
+  node.append(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  return node;
+}
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+export function s(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG_NS, tag);
+  setAttrs(node, attrs);
+  node.append(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  return node;
+}
+
+function setAttrs(node, attrs) {
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'text') node.textContent = v;
+    else if (k.startsWith('on') && typeof v === 'function') node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? '' : String(v));
+  }
+}
+
+/** Decimal units with three significant figures: 1.12 TB, 140 GB, 40 B. */
+export function bytes(b) {
+  if (!Number.isFinite(b)) return '–';
+  const units = [['PB', 1e15], ['TB', 1e12], ['GB', 1e9], ['MB', 1e6], ['KB', 1e3]];
+  for (const [u, scale] of units) if (b >= scale) return `${sig3(b / scale)} ${u}`;
+  return `${Math.round(b)} B`;
+}
+
+export function count(n) {
+  if (!Number.isFinite(n)) return '–';
+  const units = [['T', 1e12], ['B', 1e9], ['M', 1e6], ['K', 1e3]];
+  for (const [u, scale] of units) if (n >= scale) return `${sig3(n / scale)}${u}`;
+  return String(Math.round(n));
+}
+
+export function sig3(x) {
+  return x >= 100 ? String(Math.round(x)) : String(Number(x.toPrecision(3)));
+}
+
+export function money(x) {
+  if (!Number.isFinite(x)) return '–';
+  if (x >= 1e9) return `$${sig3(x / 1e9)} billion`;
+  if (x >= 1e6) return `$${sig3(x / 1e6)} million`;
+  if (x >= 1e3) return `$${sig3(x / 1e3)} thousand`;
+  return `$${x.toFixed(x >= 10 ? 0 : 2)}`;
+}
+
+export function plain(x) {
+  if (!Number.isFinite(x)) return '–';
+  return x >= 100 ? Math.round(x).toLocaleString('en-US') : sig3(x);
+}

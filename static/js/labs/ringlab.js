@@ -1,0 +1,281 @@
+// Ring all-reduce lab: G GPUs on a circle, each with G small numbers (one per chunk). Step the
+// passes forwards and back: reduce-scatter, then all-gather. Every value, send and byte count
+// comes from the engine's own ring_allreduce via GET /api/labs/ring; nothing is recomputed here.
+
+import { h, s, bytes } from './dom.js';
+import * as api from './api.js';
+
+const LETTERS = 'ABCDEFGHIJKLMNOP';
+const MIN = 2;
+const MAX = 16;
+
+export function create() {
+  let data = null;
+  let gpus = 6;
+  let seed = 1;
+  let pass = 0; // 0 = before the first pass
+  let text = null;
+  let els = null;
+  let loading = null;
+
+  function onKey(ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.key === '.' || ev.key === '>') go(pass + 1);
+    else if (ev.key === ',' || ev.key === '<') go(pass - 1);
+    else return;
+    ev.preventDefault();
+  }
+
+  async function load() {
+    const want = { gpus, seed };
+    const p = api.ring(gpus, seed);
+    loading = p;
+    try {
+      const d = await p;
+      if (loading !== p) return; // a newer request superseded this one
+      data = d;
+      pass = Math.min(pass, total());
+      els.error.textContent = '';
+      render();
+    } catch (err) {
+      if (loading === p) els.error.textContent = `Could not load the ring (${err.message}).`;
+    } finally {
+      if (loading === p) loading = null;
+    }
+    return want;
+  }
+
+  const total = () => (data ? data.passes.length : 2 * (gpus - 1));
+  const valuesAt = (k) => (k === 0 ? data.initial : data.passes[k - 1].values);
+  const coverageAt = (k) => (k === 0 ? data.initial.map((r) => r.map(() => 1)) : data.passes[k - 1].coverage);
+
+  function go(k) {
+    if (!data) return;
+    pass = Math.max(0, Math.min(total(), k));
+    render();
+  }
+
+  function setGpus(n) {
+    gpus = Math.max(MIN, Math.min(MAX, n));
+    pass = 0;
+    els.gcount.textContent = String(gpus);
+    load();
+  }
+
+  function mount(body, { setTitle }) {
+    els = {
+      lede: h('p', { class: 'lab-lede' }),
+      gminus: h('button', { type: 'button', class: 'lab-btn', 'aria-label': 'Fewer GPUs', text: '−', onclick: () => setGpus(gpus - 1) }),
+      gcount: h('output', { class: 'lab-num', 'aria-live': 'polite', text: String(gpus) }),
+      gplus: h('button', { type: 'button', class: 'lab-btn', 'aria-label': 'More GPUs', text: '+', onclick: () => setGpus(gpus + 1) }),
+      reseed: h('button', { type: 'button', class: 'lab-btn wide', text: 'new numbers', onclick: () => { seed += 1; pass = 0; load(); } }),
+      back: h('button', { type: 'button', class: 'lab-btn wide', 'data-act': 'back', title: 'Previous pass (,)', text: '◀ back', onclick: () => go(pass - 1) }),
+      next: h('button', { type: 'button', class: 'lab-btn wide primary', 'data-act': 'next', title: 'Next pass (.)', text: 'next ▶', onclick: () => go(pass + 1) }),
+      counter: h('output', { class: 'ring-counter', 'aria-live': 'polite' }),
+      phase: h('p', { class: 'ring-phase' }),
+      svg: s('svg', { class: 'ring-svg', viewBox: '-250 -250 500 500', role: 'img', 'aria-label': 'GPUs in a ring' }),
+      table: h('table', { class: 'ring-table' }),
+      links: h('p', { class: 'ring-links' }),
+      chart: s('svg', { class: 'ring-chart', viewBox: '0 0 560 200', role: 'img', 'aria-label': 'Busiest link load, ring against everyone-to-one, for 2 to 16 GPUs' }),
+      why: h('p', { class: 'lab-note' }),
+      idea: h('p', { class: 'lab-idea' }),
+      error: h('p', { class: 'lab-error', role: 'alert' }),
+    };
+    body.append(
+      els.lede,
+      h(
+        'div',
+        { class: 'lab-row ring-controls' },
+        h('span', { class: 'lab-label', text: 'GPUs' }),
+        els.gminus,
+        els.gcount,
+        els.gplus,
+        els.reseed,
+        h('span', { class: 'spacer' }),
+        els.back,
+        els.counter,
+        els.next,
+      ),
+      els.phase,
+      h('div', { class: 'ring-main' }, els.svg, h('div', { class: 'ring-table-wrap' }, els.table)),
+      els.links,
+      h('h3', { text: 'Why a ring: the busiest link as the cluster grows' }),
+      els.chart,
+      els.why,
+      els.idea,
+      els.error,
+    );
+    api.content().then((c) => {
+      text = c.ring;
+      setTitle(text.title);
+      els.lede.textContent = text.lede;
+      els.why.textContent = `${text.why} ${text.note}`;
+      els.idea.textContent = text.big_idea;
+      render();
+    }).catch(() => {});
+    load();
+  }
+
+  function render() {
+    if (!els || !data) return;
+    const g = data.gpus;
+    const n = total();
+    els.counter.textContent = `pass ${pass} / ${n}`;
+    els.back.disabled = pass === 0;
+    els.next.disabled = pass === n;
+    els.gminus.disabled = gpus <= MIN;
+    els.gplus.disabled = gpus >= MAX;
+    const cur = pass > 0 ? data.passes[pass - 1] : null;
+    els.phase.replaceChildren(...phaseText(cur, g));
+    drawRing(cur);
+    drawTable(cur);
+    drawLinks();
+    drawChart();
+  }
+
+  function phaseText(cur, g) {
+    if (!cur) return [h('b', { text: 'Start. ' }), 'Each GPU holds its own numbers, one per chunk. Every GPU needs the column totals.'];
+    if (pass === total()) return [h('b', { class: 'ok', text: 'Done. ' }), `Every GPU now holds every total, after ${total()} passes.`];
+    if (cur.phase === 'reduce_scatter') {
+      const k = cur.index;
+      return [h('b', { text: `Reduce-scatter, pass ${k} of ${g - 1}. ` }), k === g - 1 ? 'Each GPU now owns one chunk that is fully added up (outlined).' : (text?.reduce_scatter ?? '')];
+    }
+    const k = cur.index - (g - 1);
+    return [h('b', { text: `All-gather, pass ${k} of ${g - 1}. ` }), text?.all_gather ?? ''];
+  }
+
+  function drawRing(cur) {
+    const g = data.gpus;
+    const R = 175;
+    const pos = (i) => {
+      const a = -Math.PI / 2 + (2 * Math.PI * i) / g;
+      return [R * Math.cos(a), R * Math.sin(a)];
+    };
+    const nodeR = Math.max(16, Math.min(34, (Math.PI * R) / g - 6));
+    const prev = pass > 0 ? valuesAt(pass - 1) : null;
+    const parts = [
+      s('defs', {}, s('marker', { id: 'ring-arrow', viewBox: '0 0 10 10', refX: '8', refY: '5', markerWidth: '6', markerHeight: '6', orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow-head' }))),
+      s('circle', { r: R, class: 'ring-track' }),
+    ];
+    for (let i = 0; i < g; i++) {
+      const [x1, y1] = pos(i);
+      const [x2, y2] = pos((i + 1) % g);
+      const send = cur?.sends.find((x) => x.src === i);
+      // Arc from node edge to node edge, bowing outwards a little.
+      const a1 = Math.atan2(y1, x1) + nodeR / R;
+      const a2 = Math.atan2(y2, x2) - nodeR / R;
+      const p1 = [R * Math.cos(a1), R * Math.sin(a1)];
+      const p2 = [R * Math.cos(a2), R * Math.sin(a2)];
+      parts.push(s('path', { d: `M${p1[0]},${p1[1]} A${R},${R} 0 0 1 ${p2[0]},${p2[1]}`, class: send ? 'ring-link active' : 'ring-link', 'marker-end': send ? 'url(#ring-arrow)' : null }));
+      if (send && g <= 10) {
+        const mid = Math.atan2(y1, x1) + Math.PI / g;
+        const lx = (R + 34) * Math.cos(mid);
+        const ly = (R + 34) * Math.sin(mid);
+        const v = prev[send.src][send.chunk];
+        parts.push(s('g', { class: 'ring-tag', transform: `translate(${lx},${ly})` }, s('rect', { x: -26, y: -14, width: 52, height: 28, rx: 8 }), s('text', { y: 6, text: `${LETTERS[send.chunk]} ${v}` })));
+      }
+    }
+    for (let i = 0; i < g; i++) {
+      const [x, y] = pos(i);
+      const owned = cur && cur.phase === 'reduce_scatter' && cur.index === g - 1;
+      parts.push(
+        s('g', { class: 'ring-node', transform: `translate(${x},${y})` },
+          s('circle', { r: nodeR }),
+          s('text', { y: g > 10 ? 5 : -2, class: 'ring-node-label', text: g > 10 ? String(i) : `GPU ${i}` }),
+          g <= 10 ? s('text', { y: 16, class: 'ring-node-sub', text: owned ? `owns ${LETTERS[data.owner_chunk[i]]}` : '' }) : null,
+        ),
+      );
+    }
+    parts.push(s('text', { class: 'ring-centre', y: -8, text: pass === 0 ? 'start' : cur.phase === 'reduce_scatter' ? 'reduce-scatter' : 'all-gather' }));
+    parts.push(s('text', { class: 'ring-centre small', y: 18, text: pass === 0 ? `${g} GPUs` : `pass ${pass} / ${total()}` }));
+    els.svg.replaceChildren(...parts);
+  }
+
+  function drawTable(cur) {
+    const g = data.gpus;
+    const vals = valuesAt(pass);
+    const cov = coverageAt(pass);
+    const recv = new Set((cur?.sends ?? []).map((x) => `${x.dst}:${x.chunk}`));
+    const head = h('tr', {}, h('th', { text: '' }), ...Array.from({ length: g }, (_, c) => h('th', { scope: 'col', text: LETTERS[c] })));
+    const rows = vals.map((row, i) =>
+      h('tr', {}, h('th', { scope: 'row', text: `GPU ${i}` }), ...row.map((v, c) => {
+        const k = cov[i][c];
+        const cls = ['cell', k === g ? 'done' : k > 1 ? 'partial' : 'own', recv.has(`${i}:${c}`) ? 'got' : ''].join(' ');
+        return h('td', { class: cls, style: `--cov:${(k / g).toFixed(3)}`, title: `GPU ${i}, chunk ${LETTERS[c]}: ${v} (sum of ${k} of ${g} GPUs' numbers)`, text: String(v) });
+      })),
+    );
+    const foot = h('tr', { class: 'totals' }, h('th', { scope: 'row', text: 'total' }), ...data.totals.map((t) => h('td', { text: String(t) })));
+    els.table.replaceChildren(h('thead', {}, head), h('tbody', {}, ...rows), h('tfoot', {}, foot));
+    els.table.classList.toggle('dense', g > 10);
+  }
+
+  function drawLinks() {
+    const g = data.gpus;
+    let sofar = 0;
+    for (let k = 0; k < pass; k++) sofar += data.passes[k].sends[0].bytes;
+    els.links.replaceChildren(
+      h('span', { text: `Every link has carried ` }), h('b', { text: bytes(sofar) }),
+      h('span', { text: ` so far (one ${data.chunk_bytes}-byte chunk per pass). Whole all-reduce: ` }),
+      h('b', { class: 'ar', text: `${bytes(data.ring_busiest_bytes)} on the busiest ring link` }),
+      h('span', { text: ` vs ` }),
+      h('b', { class: 'naive', text: `${bytes(data.naive_busiest_bytes)} into GPU 0` }),
+      h('span', { text: ` if all ${g} GPUs sent everything to one GPU.` }),
+    );
+  }
+
+  function drawChart() {
+    const pts = data.scaling;
+    const W = 560, H = 200, L = 56, B = 30, T = 14, Rm = 110;
+    const maxY = Math.max(...pts.map((p) => p.naive_busiest_bytes));
+    const x = (g) => L + ((g - MIN) / (MAX - MIN)) * (W - L - Rm);
+    const y = (b) => H - B - (b / maxY) * (H - B - T);
+    const line = (key) => pts.map((p, i) => `${i ? 'L' : 'M'}${x(p.gpus).toFixed(1)},${y(p[key]).toFixed(1)}`).join(' ');
+    const parts = [];
+    for (let gb = 0; gb <= maxY; gb += 5e9) {
+      parts.push(s('line', { x1: L, x2: W - Rm, y1: y(gb), y2: y(gb), class: 'grid' }));
+      parts.push(s('text', { x: L - 8, y: y(gb) + 4, class: 'axis', 'text-anchor': 'end', text: `${gb / 1e9} GB` }));
+    }
+    for (const g of [2, 4, 8, 12, 16]) parts.push(s('text', { x: x(g), y: H - 10, class: 'axis', 'text-anchor': 'middle', text: String(g) }));
+    parts.push(s('text', { x: W - Rm + 22, y: H - 10, class: 'axis', text: 'GPUs' }));
+    const here = pts.find((p) => p.gpus === data.gpus);
+    parts.push(s('line', { x1: x(data.gpus), x2: x(data.gpus), y1: T, y2: H - B, class: 'marker' }));
+    parts.push(s('path', { d: line('naive_busiest_bytes'), class: 'naive' }));
+    parts.push(s('path', { d: line('ring_busiest_bytes'), class: 'ar' }));
+    const last = pts[pts.length - 1];
+    parts.push(s('text', { x: x(MAX) + 8, y: y(last.naive_busiest_bytes) + 4, class: 'lbl naive', text: 'all to one' }));
+    parts.push(s('text', { x: x(MAX) + 8, y: y(last.ring_busiest_bytes) + 4, class: 'lbl ar', text: 'ring' }));
+    parts.push(s('circle', { cx: x(here.gpus), cy: y(here.naive_busiest_bytes), r: 5, class: 'dot naive' }));
+    parts.push(s('circle', { cx: x(here.gpus), cy: y(here.ring_busiest_bytes), r: 5, class: 'dot ar' }));
+    parts.push(s('text', { x: L, y: T - 2, class: 'axis', text: `for ${bytes(data.scaling_buffer_bytes)} of gradients · at ${here.gpus} GPUs: ring ${bytes(here.ring_busiest_bytes)}, all-to-one ${bytes(here.naive_busiest_bytes)}` }));
+    els.chart.replaceChildren(...parts);
+  }
+
+  return {
+    id: 'ring',
+    key: 'r',
+    label: 'ring lab',
+    kicker: 'Try it · concept lab',
+    title: 'Agreeing on one answer: the ring',
+    mount,
+    onOpen() {
+      document.addEventListener('keydown', onKey);
+    },
+    onClose() {
+      document.removeEventListener('keydown', onKey);
+    },
+    info() {
+      if (!data) return { loaded: false, gpus, pass };
+      const vals = valuesAt(pass);
+      return {
+        loaded: true,
+        gpus: data.gpus,
+        pass,
+        passes: total(),
+        phase: pass === 0 ? 'start' : data.passes[pass - 1].phase,
+        values: vals.map((r) => [...r]),
+        totals: [...data.totals],
+        everyGpuHasTotals: vals.every((r) => r.every((v, c) => v === data.totals[c])),
+      };
+    },
+  };
+}

@@ -1,0 +1,38 @@
+// Talk about it: discussion questions for a class, the note for grown-ups, and a link to the
+// printable one-page sheet (/sheet). The words live in scenes/classroom.json.
+
+import { h } from './dom.js';
+import * as api from './api.js';
+
+export function create() {
+  let count = 0;
+
+  function mount(body) {
+    const list = h('ol', { class: 'talk-list' });
+    const note = h('p', { class: 'talk-note' });
+    const error = h('p', { class: 'lab-error', role: 'alert' });
+    body.append(
+      list,
+      note,
+      h('p', { class: 'lab-row' }, h('a', { class: 'lab-btn wide primary', href: '/sheet', target: '_blank', rel: 'noopener', text: 'Printable question sheet' }), h('span', { class: 'lab-note', text: 'one page, A4 or Letter' })),
+      error,
+    );
+    api.content().then((c) => {
+      count = c.questions.length;
+      list.replaceChildren(...c.questions.map((q, i) =>
+        h('li', { class: 'talk-q' }, h('span', { class: 'talk-n', text: `Q${i + 1}` }), h('div', {}, h('p', { class: 'talk-text', text: q.text }), h('p', { class: 'talk-follow', text: q.follow_up }))),
+      ));
+      note.textContent = c.grown_ups;
+    }).catch((err) => (error.textContent = `Could not load the questions (${err.message}).`));
+  }
+
+  return {
+    id: 'talk',
+    key: 'q',
+    label: 'questions',
+    kicker: 'Talk about it',
+    title: 'Talk about it',
+    mount,
+    info: () => ({ questions: count }),
+  };
+}
