@@ -21,6 +21,7 @@ D = C / H, N = b * T token positions per replica, F = 4 * C, V = vocab_size.
 from __future__ import annotations
 
 import math
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -178,6 +179,7 @@ class _Workspace:
         # Offsets that turn (replica, token id) into a row of the (R * V, C) embedding table.
         self.rep_offset = (xp.arange(R) * cfg.vocab_size).reshape(R, 1)
         self.rep_rows = xp.arange(R * N)
+        self.rep_of_row = xp.repeat(xp.arange(R), N)  # replica of each of the R * N positions
 
 
 class Model:
@@ -187,6 +189,9 @@ class Model:
         self.cfg = cfg
         self._spaces: OrderedDict[tuple[Any, ...], _Workspace] = OrderedDict()
         self._max = max_workspaces
+        # Wall seconds of the forward pass in the last forward_backward call (the rest of
+        # that call is the backward pass); None before the first call.
+        self.last_forward_s: float | None = None
 
     def _workspace(self, R: int, b: int, T: int, dt: Any) -> _Workspace:
         key = (R, b, T, np.dtype(dt).str)
@@ -303,7 +308,9 @@ class Model:
             raise ValueError(f"idx has {R} replicas but params have {params['wte'].shape[0]}")
         C, H, V, N = cfg.n_embd, cfg.n_head, cfg.vocab_size, b * T
         D = C // H
+        t0 = time.perf_counter()
         ws = self.forward(params, idx)
+        self.last_forward_s = time.perf_counter() - t0
         sv = ws.saved
         probs = xp.reshape(sv["probs"], (R * N, V))
         picked = probs[ws.rep_rows, xp.reshape(targets, (R * N,))]  # (R * N,)
@@ -373,11 +380,9 @@ class Model:
         xp.sum(xp.reshape(dx, (R, b, T, C)), axis=1, out=dwpe[:, :T, :])
         dwte = grads["wte"]
         dwte[...] = 0
-        rows = xp.reshape(xp.reshape(idx, (R, N)) + ws.rep_offset, (R * N,))
-        flat = xp.reshape(dwte, (R * V, C))  # a copy when dwte is a strided view
-        np.add.at(flat, rows, xp.reshape(dx, (R * N, C)))
-        if not np.shares_memory(flat, dwte):
-            dwte[...] = xp.reshape(flat, (R, V, C))
+        # Indexed by (replica, token) rather than through a reshape, so the scatter also lands
+        # when dwte is a strided view (the trainer's flat all-reduce buffer).
+        np.add.at(dwte, (ws.rep_of_row, xp.reshape(idx, (R * N,))), xp.reshape(dx, (R * N, C)))
         return losses, grads
 
     def _ln_backward(

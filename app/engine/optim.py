@@ -22,6 +22,12 @@ def decays(name: str, shape: tuple[int, ...]) -> bool:
 
 
 class AdamW:
+    """AdamW over replica-stacked parameters; each replica row has its own moments.
+
+    m and v (dicts of arrays shaped like the parameters) are the usual first and second
+    moments; callers may read them, and write them when restoring a checkpoint.
+    """
+
     def __init__(
         self,
         params: dict[str, Array],
@@ -39,6 +45,10 @@ class AdamW:
         # Two scratch buffers per shape, so a step allocates nothing.
         self._scratch: dict[tuple[tuple[int, ...], Any], tuple[Array, Array]] = {}
 
+    def state_bytes(self) -> int:
+        """Bytes of optimiser state held, all replicas together."""
+        return sum(a.nbytes for a in self.m.values()) + sum(a.nbytes for a in self.v.values())
+
     def _tmp(self, like: Array) -> tuple[Array, Array]:
         key = (like.shape, like.dtype)
         pair = self._scratch.get(key)
@@ -47,20 +57,28 @@ class AdamW:
         return pair
 
     def step(self, params: dict[str, Array], grads: dict[str, Array], lr: float) -> None:
-        """One update of every parameter, in place."""
+        """One update of every parameter, in place:
+
+        p <- p (1 - lr wd)                                  (matrices only)
+        m <- b1 m + (1 - b1) g ;  v <- b2 v + (1 - b2) g^2
+        p <- p - lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+
+        The last line is computed as p - m / (sqrt(v) a + c), with the scalars a and c taking
+        the learning rate and both bias corrections, which saves a pass over the arrays.
+        """
         self.t += 1
         b1, b2 = self.beta1, self.beta2
         bc1 = 1.0 - b1**self.t
         bc2 = 1.0 - b2**self.t
-        step_size = lr / bc1
-        inv_sqrt_bc2 = 1.0 / math.sqrt(bc2)
+        step = lr / bc1
+        a = 1.0 / (math.sqrt(bc2) * step)
+        c = self.eps / step
         shrink = 1.0 - lr * self.weight_decay
         for name, p in params.items():
             g, m, v = grads[name], self.m[name], self.v[name]
             t1, t2 = self._tmp(p)
             if self.weight_decay and decays(name, p.shape):
                 p *= shrink
-            # m = b1 m + (1 - b1) g ; v = b2 v + (1 - b2) g^2
             m *= b1
             xp.multiply(g, 1.0 - b1, out=t1)
             m += t1
@@ -68,12 +86,10 @@ class AdamW:
             xp.multiply(g, g, out=t1)
             t1 *= 1.0 - b2
             v += t1
-            # p -= step_size * m / (sqrt(v) / sqrt(bc2) + eps)
             xp.sqrt(v, out=t1)
-            t1 *= inv_sqrt_bc2
-            t1 += self.eps
+            t1 *= a
+            t1 += c
             xp.divide(m, t1, out=t2)
-            t2 *= step_size
             p -= t2
 
     def state_dict(self) -> dict[str, Array | int]:

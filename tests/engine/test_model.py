@@ -220,3 +220,27 @@ def test_attention_softmax_survives_rows_far_below_their_block():
     assert np.isfinite(losses).all()
     np.testing.assert_allclose(att.sum(axis=-1), 1.0, rtol=1e-5)
     assert np.all(np.triu(att[0, 0, 0], k=1) == 0)
+
+
+def test_gradients_land_in_strided_views():
+    # The trainer hands in views into one (R, padded P) buffer: rows are not adjacent.
+    R = 3
+    params = init_params(CFG, seed=0, replicas=R)
+    rng = np.random.default_rng(9)
+    for v in params.values():
+        v += rng.standard_normal(v.shape).astype(np.float32) * 0.1
+    idx, tgt = _data(10, (R, 2, CFG.block_size))
+    _, ref = forward_backward(params, idx, tgt, CFG)
+    ref = {k: v.copy() for k, v in ref.items()}
+    total = n_params(CFG)
+    flat = np.zeros((R, total + 5), dtype=np.float32)
+    views, off = {}, 0
+    for name, shape in param_shapes(CFG).items():
+        n = math.prod(shape)
+        views[name] = flat[:, off : off + n].reshape(R, *shape)
+        off += n
+    assert not views["wte"].flags.c_contiguous
+    forward_backward(params, idx, tgt, CFG, grads=views)
+    for k in ref:
+        np.testing.assert_allclose(views[k], ref[k], rtol=1e-6, atol=1e-8)
+    assert np.all(flat[:, total:] == 0)

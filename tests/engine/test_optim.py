@@ -30,7 +30,7 @@ def _reference_adamw(p, grads_seq, lrs, b1, b2, eps, wd, decay):
         m_hat = m / (1 - b1**t)
         v_hat = v / (1 - b2**t)
         p = p - lr * m_hat / (np.sqrt(v_hat) + eps)
-    return p
+    return p, m, v
 
 
 def test_decay_applies_to_matrices_only():
@@ -57,11 +57,17 @@ def test_adamw_matches_reference(dtype):
     assert opt.t == 6
     tol = 1e-12 if dtype == np.float64 else 2e-6
     for k in SHAPES:
-        ref = _reference_adamw(
+        ref, m, v = _reference_adamw(
             start[k], [g[k] for g in grads_seq], lrs, b1, b2, eps, wd, decays(k, SHAPES[k])
         )
         assert params[k].dtype == dtype
         np.testing.assert_allclose(params[k], ref, rtol=tol, atol=tol)
+        # The saved moments are the textbook ones.
+        state = opt.state_dict()
+        np.testing.assert_allclose(state["m." + k], m, rtol=tol * 10, atol=tol)
+        np.testing.assert_allclose(state["v." + k], v, rtol=tol * 10, atol=tol)
+    itemsize = np.dtype(dtype).itemsize
+    assert opt.state_bytes() == 2 * itemsize * sum(int(np.prod(s)) for s in SHAPES.values())
     assert not np.allclose(params["w"], start["w"])
 
 
@@ -84,7 +90,7 @@ def test_state_dict_round_trip_continues_identically():
         np.testing.assert_array_equal(a[k], b[k])
     # The saved state is a copy: later steps do not change it.
     assert state["t"] == 3
-    assert not np.array_equal(state["m.w"], opt_a.m["w"])
+    assert not np.array_equal(state["m.w"], opt_a.state_dict()["m.w"])
 
 
 def test_load_state_dict_broadcasts_a_single_replica_and_rejects_wrong_shapes():
@@ -96,7 +102,10 @@ def test_load_state_dict_broadcasts_a_single_replica_and_rejects_wrong_shapes():
         one["v." + k] = np.full((1, *s[1:]), 0.25)
     opt.load_state_dict(one)
     assert opt.t == 7
-    assert np.all(opt.m["w"] == 0.5) and np.all(opt.v["b"] == 0.25)
+    back = opt.state_dict()
+    np.testing.assert_allclose(back["m.w"], 0.5, rtol=1e-12)
+    np.testing.assert_allclose(back["v.b"], 0.25, rtol=1e-12)
+    assert back["m.w"].shape == SHAPES["w"]
     bad = dict(one, **{"m.w": np.zeros((3, 3, 4))})
     with pytest.raises(ValueError):
         opt.load_state_dict(bad)
