@@ -522,7 +522,8 @@ class Runner:
             if action == "pause":
                 if self.state != "paused":
                     self.state = "paused"
-                    self._send_pace()
+                    # Wait for a step in flight, so "paused at step N" is the last step seen.
+                    await self._checked(("hold",))
                     events.append(self._control_event("paused", f"Paused at step {self.step}"))
             elif action == "resume":
                 if self.state != "running":
@@ -682,6 +683,9 @@ class Worker:
 
     def request(self, kind: str, args: tuple[Any, ...]) -> dict[str, Any]:
         t = self.trainer
+        if kind == "hold":
+            self.running = False
+            return {"step": int(t.step)}
         if kind == "step_once":
             self.do_step()
             return {}

@@ -166,5 +166,8 @@ def serve_main(argv: list[str] | None = None) -> int:
         ws_max_size=WS_MAX_SIZE,
         timeout_graceful_shutdown=5,
     )
-    uvicorn.Server(config).run()
+    try:
+        uvicorn.Server(config).run()
+    except KeyboardInterrupt:
+        pass  # uvicorn re-raises Ctrl+C after its clean shutdown; that is a normal exit
     return 0

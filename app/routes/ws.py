@@ -45,17 +45,19 @@ def error_text(code: str, message: str) -> str:
 def describe_validation(exc: ValidationError) -> tuple[str, str]:
     """A short code and one readable sentence per problem, naming the field."""
     errors = exc.errors(include_url=False)
-    first = errors[0]["type"] if errors else "invalid"
-    if first == "union_tag_not_found":
+    kinds = {e["type"] for e in errors}
+    if "union_tag_not_found" in kinds:
         code = "missing_action"
-    elif first == "union_tag_invalid":
+    elif "union_tag_invalid" in kinds:
         code = "unknown_action"
-    elif first == "missing":
+    elif "missing" in kinds:
         code = "missing_field"
-    elif first == "extra_forbidden":
+    elif "extra_forbidden" in kinds:
         code = "unknown_field"
-    elif first in _RANGE_ERRORS:
+    elif kinds & _RANGE_ERRORS:
         code = "out_of_range"
+        # A number out of range also "is not 'lesson' or 'max'": only the range matters.
+        errors = [e for e in errors if e["type"] in _RANGE_ERRORS]
     else:
         code = "invalid_field"
     parts = []
