@@ -5,7 +5,9 @@ pre-norm blocks with fused-qkv causal attention and a tanh-GELU MLP, final layer
 head, mean cross-entropy; both take one AdamW step per batch on random token data, float32.
 
 Fairness: PyTorch is limited (torch.set_num_threads) to the number of threads numpy's BLAS
-uses, so neither side gets more cores than the other.
+uses, so neither side gets more cores than the other. Both are timed step by step and report
+tokens per *median* step time, which holds steady when other work shares the machine (a mean
+would mostly measure the neighbours).
 
 Run directly to print a comparison:  python bench/engine_torch.py [--seconds 3]
 bench/engine.py imports numpy_tokens_per_s and torch_tokens_per_s.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,23 +33,38 @@ from app.engine.optim import AdamW  # noqa: E402
 WARMUP_STEPS = 3
 
 
-def blas_threads() -> int:
-    """Threads numpy's BLAS (OpenBLAS) will use: asked of the library itself when possible."""
+def _openblas(op: str):
+    """OpenBLAS's get/set_num_threads as loaded by numpy, or None (another BLAS, not Linux)."""
+    names = (f"scipy_openblas_{op}_num_threads64_", f"openblas_{op}_num_threads64_")
+    names += (f"openblas_{op}_num_threads",)
     try:
         with open("/proc/self/maps") as f:
             libs = {line.split()[-1] for line in f if "openblas" in line.lower()}
-        for path in libs:
+        for path in sorted(libs):
             lib = ctypes.CDLL(path)
-            for sym in (
-                "scipy_openblas_get_num_threads64_",
-                "openblas_get_num_threads64_",
-                "openblas_get_num_threads",
-            ):
+            for sym in names:
                 fn = getattr(lib, sym, None)
                 if fn is not None:
-                    return int(fn())
+                    return fn
     except OSError:
         pass
+    return None
+
+
+def set_blas_threads(n: int) -> bool:
+    """Ask numpy's OpenBLAS to use n threads; False if that cannot be done from here."""
+    fn = _openblas("set")
+    if fn is None:
+        return False
+    fn(int(n))
+    return True
+
+
+def blas_threads() -> int:
+    """Threads numpy's BLAS (OpenBLAS) will use: asked of the library itself when possible."""
+    fn = _openblas("get")
+    if fn is not None:
+        return int(fn())
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])
@@ -54,15 +72,16 @@ def blas_threads() -> int:
 
 
 def _time_loop(step, tokens_per_step: int, seconds: float) -> float:
+    """Tokens per second at the median step time over about `seconds` (at least 5 steps)."""
     for _ in range(WARMUP_STEPS):
         step()
-    steps, start = 0, time.perf_counter()
-    while True:
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < 5 or time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
         step()
-        steps += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return steps * tokens_per_step / elapsed
+        times.append(time.perf_counter() - t0)
+    return tokens_per_step / statistics.median(times)
 
 
 def numpy_tokens_per_s(cfg: ModelConfig, batch: int, replicas: int, seconds: float) -> float:
@@ -70,6 +89,10 @@ def numpy_tokens_per_s(cfg: ModelConfig, batch: int, replicas: int, seconds: flo
 
     `batch` is the global batch in sequences, split evenly over `replicas` simulated GPUs.
     """
+    return _numpy(cfg, batch, replicas, seconds, optimizer=True)
+
+
+def _numpy(cfg: ModelConfig, batch: int, replicas: int, seconds: float, optimizer: bool) -> float:
     if batch % replicas:
         raise ValueError("batch must be a multiple of replicas")
     micro = batch // replicas
@@ -84,7 +107,8 @@ def numpy_tokens_per_s(cfg: ModelConfig, batch: int, replicas: int, seconds: flo
 
     def step() -> None:
         model.forward_backward(params, idx, tgt, grads=grads)
-        opt.step(params, grads, 1e-3)
+        if optimizer:
+            opt.step(params, grads, 1e-3)
 
     return _time_loop(step, batch * cfg.block_size, seconds)
 
@@ -162,32 +186,51 @@ def torch_tokens_per_s(cfg: ModelConfig, batch: int, seconds: float) -> float | 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--seconds", type=float, default=2.0, help="per measurement")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; best kept")
     ap.add_argument("--vocab", type=int, default=512)
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--replicas", type=int, nargs="*", default=[1, 16])
+    ap.add_argument("--replicas", type=int, default=16, help="the many-GPU case")
+    ap.add_argument("--threads", type=int, default=None, help="BLAS threads for both sides")
     args = ap.parse_args(argv)
+    if args.threads is not None and not set_blas_threads(args.threads):
+        print("note: could not set numpy's BLAS threads; set OPENBLAS_NUM_THREADS instead")
     cfg = ModelConfig(vocab_size=args.vocab, n_layer=2, n_head=4, n_embd=64, block_size=16)
     threads = blas_threads()
+    R, secs = args.replicas, args.seconds
     print(f"model {cfg}, {n_params(cfg):,} parameters, global batch {args.batch} sequences")
     print(f"threads: numpy BLAS {threads}; torch.set_num_threads({threads})")
-    results = {}
-    for r in args.replicas:
-        results[r] = numpy_tokens_per_s(cfg, args.batch, r, args.seconds)
-        ms = 1000 * args.batch * cfg.block_size / results[r]
-        print(f"numpy, {r:>2} replica(s): {results[r]:>10,.0f} tokens/s  ({ms:.2f} ms/step)")
-    tt = torch_tokens_per_s(cfg, args.batch, args.seconds)
-    if tt is None:
-        print("torch: not installed")
-    else:
-        ms = 1000 * args.batch * cfg.block_size / tt
-        print(f"torch eager, 1 device: {tt:>10,.0f} tokens/s  ({ms:.2f} ms/step)")
-        if 1 in results:
-            print(f"numpy / torch (1 replica): {results[1] / tt:.2f}")
-    if 1 in results:
-        for r in args.replicas:
-            if r != 1:
-                print(f"{r}-replica step / 1-replica step: {results[1] / results[r]:.2f}x")
+    # Rounds alternate between the measurements, so a burst of outside load hurts them alike;
+    # the best round of each is kept.
+    cases = {
+        "numpy, 1 replica, fwd+bwd+AdamW": lambda: numpy_tokens_per_s(cfg, args.batch, 1, secs),
+        f"numpy, {R} replicas, fwd+bwd+AdamW": lambda: numpy_tokens_per_s(cfg, args.batch, R, secs),
+        "numpy, 1 replica, fwd+bwd": lambda: _numpy(cfg, args.batch, 1, secs, False),
+        f"numpy, {R} replicas, fwd+bwd": lambda: _numpy(cfg, args.batch, R, secs, False),
+        "torch eager, fwd+bwd+AdamW": lambda: torch_tokens_per_s(cfg, args.batch, secs),
+    }
+    best: dict[str, float | None] = dict.fromkeys(cases)
+    for _ in range(args.rounds):
+        for name, run in cases.items():
+            got = run()
+            if got is not None:
+                best[name] = max(best[name] or 0.0, got)
+    step_tokens = args.batch * cfg.block_size
+    for name, tps in best.items():
+        if tps is None:
+            print(f"{name:34s} not available (torch is not installed)")
+        else:
+            print(f"{name:34s} {tps:>9,.0f} tokens/s  {1000 * step_tokens / tps:7.2f} ms/step")
+    names = list(cases)
+    torch_tps = best[names[4]]
+    if torch_tps:
+        print(f"numpy / torch, tokens/s (1 replica):  {best[names[0]] / torch_tps:.2f}")
+    print(
+        f"{R}-replica step / 1-replica step, fwd+bwd:        {best[names[2]] / best[names[3]]:.2f}x"
+    )
+    print(
+        f"{R}-replica step / 1-replica step, with AdamW:     {best[names[0]] / best[names[1]]:.2f}x"
+    )
 
 
 if __name__ == "__main__":

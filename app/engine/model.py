@@ -183,7 +183,11 @@ class _Workspace:
 
 
 class Model:
-    """Forward and backward for one ModelConfig, with workspaces reused across calls."""
+    """Forward and backward for one ModelConfig, with workspaces reused across calls.
+
+    A Model is not thread-safe (its workspaces are reused): give each thread its own. The
+    module-level functions share one cached Model per config.
+    """
 
     def __init__(self, cfg: ModelConfig, max_workspaces: int = 4) -> None:
         self.cfg = cfg

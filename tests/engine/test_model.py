@@ -138,7 +138,10 @@ def test_need_grads_false_and_grads_out():
     losses, grads = forward_backward(params, idx, tgt, CFG, grads=out)
     assert grads is out and all(np.isfinite(v).all() for v in out.values())
     np.testing.assert_array_equal(only, losses)
-    fresh, g2 = forward_backward(params, idx, tgt, CFG)
+    model = Model(CFG)
+    assert model.last_forward_s is None
+    fresh, g2 = model.forward_backward(params, idx, tgt)
+    assert 0.0 < model.last_forward_s < 60.0
     for k in params:
         np.testing.assert_array_equal(g2[k], out[k])
 
