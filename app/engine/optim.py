@@ -56,7 +56,14 @@ class AdamW:
             pair = self._scratch[key] = (xp.empty_like(like), xp.empty_like(like))
         return pair
 
-    def step(self, params: dict[str, Array], grads: dict[str, Array], lr: float) -> None:
+    def step(
+        self,
+        params: dict[str, Array],
+        grads: dict[str, Array],
+        lr: float,
+        *,
+        rows_identical: bool = False,
+    ) -> None:
         """One update of every parameter, in place:
 
         p <- p (1 - lr wd)                                  (matrices only)
@@ -65,6 +72,11 @@ class AdamW:
 
         The last line is computed as p - m / (sqrt(v) a + c), with the scalars a and c taking
         the learning rate and both bias corrections, which saves a pass over the arrays.
+
+        rows_identical=True is a promise from the caller that every replica row of params,
+        grads, m and v holds the same values (true of data parallelism after the all-reduce).
+        The update is then computed once, on row 0, and copied into the other rows: the same
+        numbers bit for bit, for about a quarter of the memory traffic when there are many rows.
         """
         self.t += 1
         b1, b2 = self.beta1, self.beta2
@@ -74,8 +86,11 @@ class AdamW:
         a = 1.0 / (math.sqrt(bc2) * step)
         c = self.eps / step
         shrink = 1.0 - lr * self.weight_decay
-        for name, p in params.items():
-            g, m, v = grads[name], self.m[name], self.v[name]
+        for name, full in params.items():
+            share = rows_identical and full.shape[0] > 1
+            rows = 1 if share else full.shape[0]
+            p, g = full[:rows], grads[name][:rows]
+            m, v = self.m[name][:rows], self.v[name][:rows]
             t1, t2 = self._tmp(p)
             if self.weight_decay and decays(name, p.shape):
                 p *= shrink
@@ -91,6 +106,10 @@ class AdamW:
             t1 += c
             xp.divide(m, t1, out=t2)
             p -= t2
+            if share:
+                full[1:] = p
+                self.m[name][1:] = m
+                self.v[name][1:] = v
 
     def state_dict(self) -> dict[str, Array | int]:
         """{"t": steps, "m.<name>": first moment, "v.<name>": second moment} (copies)."""

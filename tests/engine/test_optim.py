@@ -134,3 +134,24 @@ def test_clip_grad_norm_scales_every_replica_by_row_zero_norm():
     assert clip_grad_norm(small, max_norm=1.0) == pytest.approx(expected * 1e-3, rel=1e-12)
     for k in small:
         np.testing.assert_array_equal(small[k], keep[k])
+
+
+def test_rows_identical_update_is_bit_for_bit_the_full_update():
+    rng = np.random.default_rng(6)
+    R = 4
+    base = {k: np.repeat(rng.standard_normal((1, *s[1:])), R, axis=0) for k, s in SHAPES.items()}
+    full = {k: v.astype(np.float32) for k, v in base.items()}
+    shared = {k: v.copy() for k, v in full.items()}
+    opt_full, opt_shared = AdamW(full, weight_decay=0.1), AdamW(shared, weight_decay=0.1)
+    for _ in range(4):
+        g1 = {k: rng.standard_normal((1, *s[1:])).astype(np.float32) for k, s in SHAPES.items()}
+        grads = {k: np.repeat(v, R, axis=0) for k, v in g1.items()}
+        opt_full.step(full, grads, 1e-2)
+        opt_shared.step(shared, grads, 1e-2, rows_identical=True)
+    a, b = opt_full.state_dict(), opt_shared.state_dict()
+    for k in SHAPES:
+        np.testing.assert_array_equal(shared[k], full[k])
+        np.testing.assert_array_equal(b["m." + k], a["m." + k])
+        np.testing.assert_array_equal(b["v." + k], a["v." + k])
+        np.testing.assert_array_equal(shared[k][3], shared[k][0])
+    assert not np.array_equal(full["w"], base["w"].astype(np.float32))
