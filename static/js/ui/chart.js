@@ -138,6 +138,11 @@ export function mountChart(store, canvas) {
     ctx.lineWidth = 1.5 * thick;
     ctx.textAlign = 'left';
     ctx.textBaseline = 'top';
+    // Screen readers (and tests) get the same story as the picture.
+    const latest = hist[hist.length - 1];
+    let said = `Loss over steps ${minStep} to ${maxStep}; latest ${latest.loss.toFixed(3)} at step ${latest.step}.`;
+    if (marks.length) said += ` Rolled back to step ${marks.join(', step ')}.`;
+    canvas.setAttribute('aria-label', said);
     const shown = marks.slice(-3);
     shown.forEach((m, i) => {
       const xx = Math.round(x(m)) + 0.5;

@@ -1,0 +1,196 @@
+"""Fixtures for the real-browser tests: headless Chromium driven by Playwright, and real
+`trainingrun serve` processes on free loopback ports.
+
+The browser is the Debian `chromium` at /usr/bin/chromium (Playwright's own download is not
+used). Without a browser or Playwright these tests skip, except with CI=true, where a missing
+browser is a failure: CI must not pass by testing nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
+VIEWPORT = {"width": 1920, "height": 1080}
+# WebGL on the CPU: headless Chromium has no GPU here, SwiftShader draws instead.
+CHROMIUM_ARGS = ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--mute-audio"]
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"browser tests cannot run: {reason}")
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerProcess:
+    """A real `python -m app.cli serve` on a loopback port, which can be stopped and started
+    again on the same port and run directory (to test reconnecting)."""
+
+    def __init__(self, run_dir: Path, port: int | None = None, *args: str) -> None:
+        self.run_dir = run_dir
+        self.port = port or free_port()
+        self.args = list(args)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = run_dir.parent / f"server-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, *, fresh: bool = False, timeout: float = 30.0) -> ServerProcess:
+        cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1"]
+        cmd += ["--port", str(self.port), "--run-dir", str(self.run_dir), *self.args]
+        if fresh:
+            cmd.append("--fresh")
+        log = open(self.log_path, "ab")  # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited early:\n{self.log_path.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/health", timeout=1) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"server did not come up:\n{self.log_path.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        self.proc = None
+
+
+# A small, quick cluster: 8 GPUs on 2 servers, a checkpoint every 5 steps so a failure
+# visibly rolls back, and a pace the tests can watch.
+SMALL = ("--gpus", "8", "--servers", "2", "--checkpoint-every", "5", "--speed", "4")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("playwright is not installed")
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        _missing(f"no Chromium at {CHROMIUM}")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One real server per test module (starting one costs a few seconds of CPU)."""
+    srv = ServerProcess(tmp_path_factory.mktemp("run") / "run", None, *SMALL)
+    srv.start(fresh=True)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+class PageWatch:
+    """A page plus everything worth failing a test over: console errors, page errors,
+    failed requests and requests that leave the app's origin."""
+
+    def __init__(self, page: object, origin: str) -> None:
+        self.page = page
+        self.origin = origin
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("request", lambda r: self.requests.append(r.url))
+        page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url}"))
+
+    def foreign_requests(self) -> list[str]:
+        ok = (self.origin, self.origin.replace("http://", "ws://"), "data:")
+        return [u for u in self.requests if not u.startswith(ok)]
+
+
+def open_page(browser: object, base_url: str, query: str = "", **context: object) -> PageWatch:
+    ctx = browser.new_context(viewport=VIEWPORT, **context)
+    page = ctx.new_page()
+    watch = PageWatch(page, base_url)
+    page.goto(f"{base_url}/{query}")
+    page.wait_for_function("window.trainingRun && window.trainingRun.connection === 'open'")
+    return watch
+
+
+@pytest.fixture
+def page_at(browser: object, server: ServerProcess) -> Iterator[object]:
+    """Open the app on this module's server; pages and their contexts are closed after."""
+    opened: list[PageWatch] = []
+
+    def _open(query: str = "", **context: object) -> PageWatch:
+        w = open_page(browser, server.url, query, **context)
+        opened.append(w)
+        return w
+
+    yield _open
+    for w in opened:
+        w.page.context.close()
+
+
+def wait_stage(page: object, timeout: float = 30_000) -> None:
+    """Wait until the 3D stage is up and has drawn, and the seven labels are placed."""
+    page.wait_for_function(
+        "window.trainingRun.stageReady && window.trainingRun.frames > 0"
+        " && window.trainingRun.labelCount === 7",
+        timeout=timeout,
+    )
+
+
+def tr(page: object, name: str) -> object:
+    return page.evaluate(f"window.trainingRun.{name}")
+
+
+def screenshot(page: object, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def web() -> SimpleNamespace:
+    """The helpers above, for test modules (conftest modules are not imported directly)."""
+    return SimpleNamespace(
+        tr=tr,
+        wait_stage=wait_stage,
+        screenshot=screenshot,
+        open_page=open_page,
+        ServerProcess=ServerProcess,
+        SMALL=SMALL,
+    )

@@ -1,0 +1,67 @@
+"""The page in a real browser against a real server: it opens cleanly, draws the scene with
+its seven labels, shows the live run, stays on its own origin, and says so plainly when the
+browser cannot draw WebGL."""
+
+from __future__ import annotations
+
+
+def test_page_opens_clean_and_runs_live(page_at, web) -> None:
+    w = page_at()
+    page = w.page
+    web.wait_stage(page)
+
+    # Seven numbered labels, 1..7, with the part names from the scene data.
+    numbers = page.locator("#labels .label .num").all_inner_texts()
+    assert numbers == [str(n) for n in range(1, 8)]
+    assert page.locator("#labels .label", has_text="Data lake").count() == 1
+    assert page.locator("#labels .label", has_text="Checkpoints").count() == 1
+
+    # The step counter moves on its own and the HUD shows the real loss.
+    first = web.tr(page, "step")
+    page.wait_for_function(f"window.trainingRun.step > {first}", timeout=20_000)
+    loss = web.tr(page, "loss")
+    assert isinstance(loss, float) and 0 < loss < 20
+    assert page.locator("#hud-loss").inner_text() == f"{loss:.3f}"
+    assert int(page.locator("#hud-step").inner_text().replace(",", "")) == web.tr(page, "step")
+    page.wait_for_function("document.getElementById('hud-tps').textContent !== '–'")
+    assert web.tr(page, "historyLength") >= 1
+
+    # The simulated step bar has all four segments with units.
+    legend = page.locator("#timelegend").inner_text()
+    for part in ("data", "compute", "all-reduce", "checkpoint"):
+        assert part in legend
+    assert any(u in legend for u in ("ns", "µs", "ms"))
+
+    # Draw calls stay small at this size (one instanced mesh per kind of thing).
+    assert 0 < web.tr(page, "drawCalls") <= 60
+
+    web.screenshot(page, "overview")
+    assert w.errors == []
+    assert w.foreign_requests() == []
+    # The import map resolved three.js from the app's own vendored copy.
+    assert any("/static/vendor/three/build/three.module.js" in u for u in w.requests)
+
+
+def test_no_webgl_shows_a_message_not_a_blank_page(browser, server, web) -> None:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    # Make this browser behave like one without WebGL, before any page script runs.
+    ctx.add_init_script(
+        """
+        const real = HTMLCanvasElement.prototype.getContext;
+        HTMLCanvasElement.prototype.getContext = function (kind, ...rest) {
+          if (String(kind).startsWith('webgl') || kind === 'experimental-webgl') return null;
+          return real.call(this, kind, ...rest);
+        };
+        """
+    )
+    page = ctx.new_page()
+    try:
+        page.goto(server.url + "/")
+        page.wait_for_selector("#nowebgl:not([hidden])", timeout=15_000)
+        assert "cannot draw the 3D scene" in page.locator("#nowebgl").inner_text()
+        # The numbers still work without the scene.
+        page.wait_for_function("window.trainingRun.step > 0", timeout=20_000)
+        assert web.tr(page, "stageReady") is False
+        assert page.locator("#hud-loss").inner_text() != "–"
+    finally:
+        ctx.close()

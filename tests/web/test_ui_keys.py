@@ -1,0 +1,129 @@
+"""Every key in the keyboard map does what the help says, read back through
+window.trainingRun, in a real browser against a real server. Views 1-4 are photographed."""
+
+from __future__ import annotations
+
+
+def press(page, key: str) -> None:
+    page.keyboard.press(key)
+
+
+def wait_true(page, expr: str, timeout: float = 10_000) -> None:
+    page.wait_for_function(
+        f"() => {{ const t = window.trainingRun; return {expr}; }}", timeout=timeout
+    )
+
+
+def test_every_key_changes_its_state(page_at, web) -> None:
+    w = page_at()
+    page = w.page
+    web.wait_stage(page)
+    tr = lambda name: web.tr(page, name)  # noqa: E731
+
+    # Arrows rotate the camera, and the scene is redrawn for it.
+    frames = tr("frames")
+    for key, field, sign in [
+        ("ArrowLeft", "azimuth", -1),
+        ("ArrowRight", "azimuth", 0),
+        ("ArrowUp", "polar", -1),
+        ("ArrowDown", "polar", 0),
+    ]:
+        before = tr("camera")[field]
+        press(page, key)
+        after = tr("camera")[field]
+        assert after != before, key
+        if sign:
+            assert (after - before) * sign > 0, key
+    wait_true(page, f"t.frames > {frames}")
+
+    # + / = zoom in, - / _ zoom out.
+    z = tr("camera")["zoom"]
+    press(page, "+")
+    assert tr("camera")["zoom"] > z
+    press(page, "=")
+    z2 = tr("camera")["zoom"]
+    assert z2 > z
+    press(page, "-")
+    press(page, "_")
+    assert abs(tr("camera")["zoom"] - z) < 1e-9
+
+    # 1-4 views (photographed), 0 resets.
+    for n in (1, 2, 3, 4):
+        press(page, str(n))
+        assert tr("view") == n
+        page.wait_for_timeout(1300)  # let the camera flight land before the photograph
+        web.screenshot(page, f"view-{n}")
+    press(page, "0")
+    assert tr("view") == 0
+    cam = tr("camera")
+    assert (cam["azimuth"], cam["polar"], cam["zoom"]) == (0, 0, 1)
+
+    # Toggles: S signal, L labels, Space spin, E explode.
+    for key, name in [("s", "signal"), ("l", "labels"), ("Space", "spin"), ("e", "exploded")]:
+        before = tr(name)
+        press(page, key)
+        assert tr(name) is (not before), key
+        press(page, key)
+        assert tr(name) is before, key
+    press(page, "l")
+    assert page.locator("#labels").is_hidden()
+    press(page, "l")
+    assert page.locator("#labels").is_visible()
+
+    # ? opens the help, which lists every key, the labs' keys too; Esc closes it.
+    press(page, "?")
+    assert tr("helpOpen") is True
+    help_text = page.locator("#help-keys").inner_text()
+    for shown in ("arrows", "+ / −", "1–4", "Space", "PgDn / PgUp", "Esc", "K", "N", "P"):
+        assert shown in help_text, shown
+    lab_keys = page.evaluate(
+        "[...document.querySelectorAll('#toolbar .labs button')].map(b => b.title)"
+    )
+    for title in lab_keys:
+        key = title.rsplit("(", 1)[-1].rstrip(")")
+        assert key in help_text, title
+    press(page, "Escape")
+    assert tr("helpOpen") is False
+
+    # T starts and stops the tour; PageDown starts it when off, then moves on; PageUp back.
+    press(page, "t")
+    assert tr("tourActive") is True
+    press(page, "t")
+    assert tr("tourActive") is False
+    press(page, "PageDown")
+    assert tr("tourActive") is True and tr("tourStop") == 0
+    press(page, "PageDown")
+    assert tr("tourStop") == 1
+    press(page, "PageUp")
+    assert tr("tourStop") == 0
+    press(page, "Escape")
+    assert tr("tourActive") is False
+
+    # F asks for full screen.
+    press(page, "f")
+    wait_true(page, "t.fullscreen === true")
+    press(page, "f")
+    wait_true(page, "t.fullscreen === false")
+
+    # P pauses the real run (the server confirms), N runs exactly one step, P resumes.
+    press(page, "p")
+    wait_true(page, "t.runState === 'paused'")
+    page.wait_for_timeout(600)  # a step already under way may still land
+    step = tr("step")
+    press(page, "n")
+    wait_true(page, f"t.step === {step + 1}")
+    page.wait_for_timeout(800)
+    assert tr("step") == step + 1  # still paused: no more steps than asked for
+    press(page, "p")
+    wait_true(page, "t.runState === 'running'")
+
+    # Keys are ignored while typing in a field.
+    page.evaluate(
+        "() => { const i = document.createElement('input'); i.id = 'typing'; "
+        "document.body.append(i); i.focus(); }"
+    )
+    before = tr("labels")
+    page.keyboard.type("l")
+    assert tr("labels") is before
+
+    assert w.errors == []
