@@ -20,6 +20,7 @@ import itertools
 import json
 import logging
 import multiprocessing as mp
+import os
 import secrets
 import signal
 import threading
@@ -52,6 +53,7 @@ RECENT_EVENTS = 200
 READY_TIMEOUT_S = 300.0  # building the data lake on a slow machine takes a while
 REPLY_TIMEOUT_S = 120.0
 CLOSE_TIMEOUT_S = 60.0
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 class ControlError(Exception):
@@ -157,6 +159,11 @@ class Runner:
 
     async def _spawn(self, config: RunConfig, run_id: str, fresh: bool) -> None:
         assert self._loop is not None
+        # The model's matrices are small: a BLAS spreading each product over threads only
+        # fights the server and the other processes for cores (measured 1 vs 28 steps/s on a
+        # busy 2-core machine). The spawned worker inherits these; an explicit setting wins.
+        for var in BLAS_THREAD_VARS:
+            os.environ.setdefault(var, "1")
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe(duplex=True)
         spec = {
