@@ -175,33 +175,42 @@ def test_control_flood_is_rate_limited(srv) -> None:
     assert err["code"] == "rate_limited" and step["type"] == "step"
 
 
+async def _latencies(c: Client, seconds: float) -> list[tuple[float, int]]:
+    got: list[tuple[float, int]] = []
+    end = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < end:
+        m = await c.recv()
+        if m["type"] == "step":
+            got.append((time.time() - m["sent_at"], m["seq"]))
+    return got
+
+
 def test_a_client_that_stops_reading_does_not_delay_others(srv) -> None:
     async def go():
+        c = await Client.connect(srv.ws_url)
+        await c.until("snapshot")
+        await c.control("speed", value="max")
+        alone = await _latencies(c, 3.0)  # this machine's own pace, as a yardstick
         # A tiny receive buffer, never read: the server's sends to it block within seconds.
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.connect(("127.0.0.1", srv.port))
         stalled = await Client.connect(srv.ws_url, sock=sock, max_queue=1)
-        await stalled.until("snapshot")
-        await stalled.control("speed", value="max")
-        c = await Client.connect(srv.ws_url)
-        await c.until("snapshot")
-        loop = asyncio.get_running_loop()
-        await asyncio.sleep(3.0)  # let the stalled socket fill up
-        got, end = [], loop.time() + 5.0
-        while loop.time() < end:
-            m = await c.recv()
-            if m["type"] == "step":
-                got.append((time.time() - m["sent_at"], m["seq"]))
+        await asyncio.sleep(3.0)  # let the stalled socket fill up (c's frames queue meanwhile)
+        await _latencies(c, 0.5)
+        beside = await _latencies(c, 5.0)
         await c.control("speed", value=20)
         await c.close()
         stalled.ws.transport.abort()
-        return got
+        return alone, beside
 
-    got = run(go())
-    lat = sorted(x for x, _ in got)
-    seqs = [s for _, s in got]
+    alone, beside = run(go())
+    seqs = [s for _, s in beside]
     made = seqs[-1] - seqs[0] + 1  # steps the trainer finished meanwhile
     assert seqs == sorted(seqs)
-    assert len(got) >= 0.8 * min(made, 5.0 * 20)  # every step, or 20 frames/s when faster
-    assert lat[int(0.95 * (len(lat) - 1))] < 1.0  # and promptly
+    assert len(beside) >= 0.8 * min(made, 5.0 * 20)  # every step, or 20 frames/s when faster
+
+    def median(xs: list[tuple[float, int]]) -> float:
+        return sorted(x for x, _ in xs)[len(xs) // 2]
+
+    assert median(beside) < median(alone) + 0.5  # no slower than without the stalled client
