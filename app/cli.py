@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
+
+# The model's matrices are small: BLAS threads cost more in hand-offs than they gain, and on a
+# small machine they fight the server for cores. Set before numpy is first imported.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 
 def main(argv: list[str] | None = None) -> int:
