@@ -481,7 +481,13 @@ export function createStage(canvas, { spec, topology, store }) {
   renderer.setAnimationLoop(loop);
   // Tests reach the debug counters through the canvas they handed us, not a global.
   Object.defineProperty(canvas, 'stageDebug', {
-    value: () => ({ ...lastDebug, seen: { ...seen }, frames, drawCalls: renderer.info.render.calls }),
+    value: () => ({
+      ...lastDebug,
+      playing: signal && timeline.playing,
+      seen: { ...seen },
+      frames,
+      drawCalls: renderer.info.render.calls,
+    }),
     configurable: true,
   });
 
@@ -536,7 +542,7 @@ export function createStage(canvas, { spec, topology, store }) {
       triangles: renderer.info.render.triangles,
       view,
     }),
-    debug: () => ({ ...lastDebug, seen: { ...seen } }),
+    debug: () => ({ ...lastDebug, playing: signal && timeline.playing, seen: { ...seen } }),
     onFrame(fn) {
       frameFns.add(fn);
       return () => frameFns.delete(fn);

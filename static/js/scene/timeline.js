@@ -20,6 +20,7 @@ export class Timeline {
     this.slices = []; // [{name, t0, t1}] as fractions of the step animation
     this.lastArrival = 0;
     this.interval = LESSON_S; // smoothed wall seconds between step messages
+    this.shown = -1; // index of the last phase drawn for this step
   }
 
   /** Expected seconds until the next step, from the run's speed and the measured arrivals. */
@@ -37,6 +38,7 @@ export class Timeline {
     this.lastArrival = now;
     this.msg = msg;
     this.start = now;
+    this.shown = -1;
     this.duration = Math.min(MAX_S, Math.max(MIN_S, this.expected(speed) * 0.92));
     const events = msg.events || [];
     const failed = events.some((e) => e.kind === 'gpu_failed');
@@ -59,14 +61,31 @@ export class Timeline {
     });
   }
 
-  /** {phase, phaseT, stepT, active} at wall time `now` (ms). */
+  /** {phase, phaseT, stepT, active} at wall time `now` (ms). Call once per drawn frame:
+   * a phase is never skipped, even when frames are slower than the phase is short (a busy
+   * laptop, software WebGL), because each call advances at most one phase. */
   at(now) {
     if (!this.msg || !this.duration) return { phase: null, phaseT: 0, stepT: 1, active: false };
     const stepT = (now - this.start) / 1000 / this.duration;
-    if (stepT >= 1) return { phase: null, phaseT: 1, stepT: 1, active: false };
-    const s = this.slices.find((x) => stepT < x.t1) || this.slices[this.slices.length - 1];
-    const phaseT = Math.min(1, Math.max(0, (stepT - s.t0) / Math.max(1e-6, s.t1 - s.t0)));
-    return { phase: s.name, phaseT, stepT: Math.max(0, stepT), active: true };
+    let idx = this.slices.findIndex((x) => stepT < x.t1);
+    if (idx < 0) idx = this.slices.length; // time is up
+    let catchingUp = false;
+    if (idx > this.shown + 1) {
+      idx = this.shown + 1;
+      catchingUp = true;
+    }
+    this.shown = Math.max(this.shown, idx);
+    if (idx >= this.slices.length) return { phase: null, phaseT: 1, stepT: 1, active: false };
+    const s = this.slices[idx];
+    const phaseT = catchingUp
+      ? 0.5
+      : Math.min(1, Math.max(0, (stepT - s.t0) / Math.max(1e-6, s.t1 - s.t0)));
+    return { phase: s.name, phaseT, stepT: Math.min(1, Math.max(0, stepT)), active: true };
+  }
+
+  /** True while the current step still has phases left to draw. */
+  get playing() {
+    return Boolean(this.msg && this.duration && this.shown < this.slices.length);
   }
 
   clear() {
