@@ -42,6 +42,14 @@ export function mountLabs({ store, send, stage, ui } = {}) {
       head,
       body,
     );
+    // The page's keys ignore Esc while someone types in a field; in a lab's own fields Esc
+    // should still put the panel away.
+    panel.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Escape' && ev.target.matches?.('input, select, textarea')) {
+        ev.target.blur();
+        closeAll();
+      }
+    });
     root.append(panel);
     return { lab, panel, body, title, mounted: false };
   });
