@@ -140,7 +140,7 @@ class PageWatch:
 
 
 def open_page(browser: object, base_url: str, query: str = "", **context: object) -> PageWatch:
-    ctx = browser.new_context(viewport=VIEWPORT, **context)
+    ctx = browser.new_context(**{"viewport": VIEWPORT, **context})
     page = ctx.new_page()
     watch = PageWatch(page, base_url)
     page.goto(f"{base_url}/{query}")

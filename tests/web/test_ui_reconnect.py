@@ -10,6 +10,7 @@ def test_page_reconnects_after_a_server_restart(browser, tmp_path, web) -> None:
     try:
         w = web.open_page(browser, srv.url, viewport={"width": 1280, "height": 720})
         page = w.page
+        web.wait_stage(page)  # everything loaded, so only the websocket can fail below
         page.wait_for_function("window.trainingRun.step >= 6", timeout=60_000)
         run_id = web.tr(page, "runId")
 
@@ -36,7 +37,7 @@ def test_page_reconnects_after_a_server_restart(browser, tmp_path, web) -> None:
 
 
 def test_a_refused_control_shows_a_clear_message(browser, tmp_path, web) -> None:
-    srv = web.ServerProcess(tmp_path / "run", None, *web.SMALL, "--token", "s3cret")
+    srv = web.ServerProcess(tmp_path / "run", None, *web.SMALL, "--token", "presenter-s3cret", "--public")
     srv.start(fresh=True)
     try:
         w = web.open_page(browser, srv.url, viewport={"width": 1280, "height": 720})
@@ -51,7 +52,7 @@ def test_a_refused_control_shows_a_clear_message(browser, tmp_path, web) -> None
 
         # With the token in the address, the same key works.
         w2 = web.open_page(
-            browser, srv.url, "?token=s3cret", viewport={"width": 1280, "height": 720}
+            browser, srv.url, "?token=presenter-s3cret", viewport={"width": 1280, "height": 720}
         )
         w2.page.keyboard.press("p")
         w2.page.wait_for_function("window.trainingRun.runState === 'paused'", timeout=15_000)

@@ -62,8 +62,10 @@ export function mountHelp(store, { getLabKeys, actions }) {
     });
   }
 
+  const helpColours = document.getElementById('help-colours');
   for (const [cls, label] of COLOUR_KEY) {
     colours.append(el('span', { class: `ck ck-${cls}` }, el('i', { 'aria-hidden': 'true' }), label));
+    helpColours.append(el('span', { class: `ck ck-${cls}` }, el('i', { 'aria-hidden': 'true' }), label));
   }
 
   function open() {

@@ -17,8 +17,7 @@ export function mountTour(store, { getStage, labels }) {
   let stops = [];
   let parts = [];
   let index = 0;
-  let startedAt = 0;
-  let raf = 0;
+  let timer = 0;
 
   function partName(id) {
     const p = parts.find((x) => x.id === id);
@@ -53,23 +52,17 @@ export function mountTour(store, { getStage, labels }) {
     renderCaption();
     labels.highlight(stop.part ?? null);
     move(stop);
-    startedAt = performance.now();
-    tick();
-  }
-
-  function tick() {
-    cancelAnimationFrame(raf);
-    if (!store.state.tour.active) return;
-    const stop = stops[index];
-    const dur = (stop?.duration_s ?? DEFAULT_DURATION_S) * 1000;
-    const f = Math.min(1, (performance.now() - startedAt) / dur);
-    progress.style.transform = `scaleX(${f})`;
-    if (f >= 1) {
-      if (index < stops.length - 1) show(index + 1);
-      else stop_();
-      return;
-    }
-    raf = requestAnimationFrame(tick);
+    // The bar fills by a CSS transition (no per-frame script work next to the WebGL scene);
+    // a timer moves the tour on when it is full.
+    const dur = stop.duration_s ?? DEFAULT_DURATION_S;
+    progress.classList.add('reset');
+    progress.style.transform = 'scaleX(0)';
+    void progress.offsetWidth; // commit the empty bar before filling it
+    progress.classList.remove('reset');
+    progress.style.setProperty('--tour-dur', `${dur}s`);
+    progress.style.transform = 'scaleX(1)';
+    clearTimeout(timer);
+    timer = setTimeout(() => api.next(), dur * 1000);
   }
 
   function start(at = 0) {
@@ -78,7 +71,7 @@ export function mountTour(store, { getStage, labels }) {
   }
 
   function stop_() {
-    cancelAnimationFrame(raf);
+    clearTimeout(timer);
     if (!store.state.tour.active) return;
     box.hidden = true;
     document.body.classList.remove('touring');
