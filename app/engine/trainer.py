@@ -109,6 +109,7 @@ class Trainer:
         for gpu in self.gpus:
             gpu.activation_bytes = act
         self.restarts = 0
+        self.shared_update = True
         self._scheduled: dict[int, int] = {}
         self._last_saved_step: int | None = None
         # Which 16 weights the probe watches: fixed by the seed.
@@ -241,7 +242,11 @@ class Trainer:
         t0 = time.perf_counter()
         lr = self.lr_at(self.step + 1)
         grad_norm = clip_grad_norm(grads, cfg.grad_clip)
-        self.opt.step(self.params, grads, lr)
+        # Every GPU applies the same AdamW update to its own copy. After the all-reduce the
+        # update's inputs are bit-identical on every GPU, so by default it is computed once
+        # and written into each GPU's arrays: the same bits each GPU would get, without
+        # simulating G identical sweeps (tests compare both ways).
+        self.opt.step(self.params, grads, lr, rows_identical=self.shared_update)
         wall["optimizer"] = time.perf_counter() - t0
 
         self.step += 1
@@ -476,7 +481,10 @@ class Trainer:
         return h.hexdigest()
 
     def replicas_identical(self) -> bool:
-        return all(bool(np.all(v == v[0])) for v in self.params.values())
+        """Do all GPUs hold the same weights, optimizer state and averaged gradients?"""
+        arrays = [*self.params.values(), *self.opt.m.values(), *self.opt.v.values()]
+        arrays += list(self.grads.values())
+        return all(bool(np.all(v == v[0])) for v in arrays)
 
     def close(self, final_checkpoint: bool = True) -> Event | None:
         ev = None

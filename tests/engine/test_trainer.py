@@ -35,6 +35,20 @@ def test_data_parallel_matches_a_single_device(tmp_path):
             results[g] = _params(t)
         finally:
             t.close(final_checkpoint=False)
+    # The shared AdamW update gives the same bits as every GPU updating its own copy.
+    cfg = RunConfig(
+        gpus=4, servers=2, batch_size=16, dtype="float64", checkpoint_every=0, corpus_stories=400
+    )
+    own = Trainer(cfg, tmp_path / "own")
+    try:
+        own.shared_update = False
+        for _ in range(20):
+            own.train_step()
+        assert own.replicas_identical()
+        for name, p in _params(own).items():
+            np.testing.assert_array_equal(p, results[4][name])
+    finally:
+        own.close(final_checkpoint=False)
     for g in (2, 4, 8, 16):
         for name, ref in results[1].items():
             err = np.max(np.abs(results[g][name] - ref)) / max(np.max(np.abs(ref)), 1e-30)
