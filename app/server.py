@@ -164,6 +164,9 @@ def serve_main(argv: list[str] | None = None) -> int:
         port=settings.port,
         log_level=settings.log_level,
         ws_max_size=WS_MAX_SIZE,
+        # Frames are serialised once and sent to every viewer as they are; per-message
+        # compression would redo that work for each viewer and each frame.
+        ws_per_message_deflate=False,
         timeout_graceful_shutdown=5,
     )
     try:
