@@ -8,7 +8,8 @@
 //   stage.anchors() -> [{id, number, x, y, visible}]   (CSS px, for the current camera)
 //   stage.pickPart(clientX, clientY) -> partId|null
 //   stage.rebuild(topology) requestRender() onFrame(fn) -> unsubscribe   dispose()
-//   stage.info() -> {drawCalls, frames, triangles, view}
+//   stage.info() -> {drawCalls, frames, triangles, view, +drawables (meshes, lines and
+//       sprites in the scene: the ceiling on draw calls whatever is lit)}
 //   + stage.debug() -> {phase, phaseT, activeGpus, pulses, waiting, failed, seen}
 //       `seen` counts what has been shown since start: {forward, backward, allreduce, data,
 //       maxPulses, steps} so a test can ask "did a glow and pulses happen during a step".
@@ -71,14 +72,34 @@ function noopStage(error) {
   };
 }
 
+/** True when WebGL is drawn by the CPU (SwiftShader, llvmpipe): a laptop with no usable GPU,
+ * or a headless test browser. There, multisampling costs more than it gives. */
+function softwareWebGL() {
+  try {
+    const probe = document.createElement('canvas').getContext('webgl2');
+    if (!probe) return false;
+    const ext = probe.getExtension('WEBGL_debug_renderer_info');
+    const name = String(probe.getParameter(ext ? ext.UNMASKED_RENDERER_WEBGL : probe.RENDERER));
+    probe.getExtension('WEBGL_lose_context')?.loseContext();
+    return /swiftshader|llvmpipe|software/i.test(name);
+  } catch {
+    return false;
+  }
+}
+
 export function createStage(canvas, { spec, topology, store }) {
   let renderer;
+  const software = softwareWebGL();
   try {
-    renderer = new THREE.WebGLRenderer({ canvas, antialias: true, powerPreference: 'high-performance' });
+    renderer = new THREE.WebGLRenderer({
+      canvas,
+      antialias: !software,
+      powerPreference: 'high-performance',
+    });
   } catch (err) {
     return noopStage(String(err?.message || err));
   }
-  renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
+  renderer.setPixelRatio(software ? 1 : Math.min(window.devicePixelRatio || 1, 2));
   renderer.outputColorSpace = THREE.SRGBColorSpace;
 
   const state = store.state;
@@ -402,6 +423,15 @@ export function createStage(canvas, { spec, topology, store }) {
     store.on('change:failedGpus', () => requestRender()),
   );
 
+  /** Objects that could each cost a draw call: the ceiling on draw calls, whatever is lit. */
+  function drawables() {
+    let n = 0;
+    scene.traverse((o) => {
+      if (o.isMesh || o.isLine || o.isSprite || o.isPoints) n += 1;
+    });
+    return n;
+  }
+
   function highlight(id) {
     highlighted = id || null;
     if (highlightBox) {
@@ -487,6 +517,7 @@ export function createStage(canvas, { spec, topology, store }) {
       seen: { ...seen },
       frames,
       drawCalls: renderer.info.render.calls,
+      drawables: drawables(),
     }),
     configurable: true,
   });
@@ -541,6 +572,8 @@ export function createStage(canvas, { spec, topology, store }) {
       frames,
       triangles: renderer.info.render.triangles,
       view,
+      drawables: drawables(),
+      programs: renderer.info.programs?.length ?? null,
     }),
     debug: () => ({ ...lastDebug, playing: signal && timeline.playing, seen: { ...seen } }),
     onFrame(fn) {
