@@ -65,3 +65,27 @@ def test_no_webgl_shows_a_message_not_a_blank_page(browser, server, web) -> None
         assert page.locator("#hud-loss").inner_text() != "–"
     finally:
         ctx.close()
+
+
+def test_part_cards_show_description_and_live_numbers(page_at, web) -> None:
+    w = page_at(viewport={"width": 1280, "height": 720})
+    page = w.page
+    web.wait_stage(page)
+    page.wait_for_function("window.trainingRun.step > 0")
+
+    page.locator("#labels .label[data-part='gpus']").click()
+    card = page.locator("#card")
+    assert card.is_visible()
+    assert web.tr(page, "card") == "gpus"
+    assert page.locator("#card-title").inner_text() == "GPU servers"
+    facts = page.locator("#card-facts").inner_text()
+    assert "8 (2 servers × 4)" in facts
+    assert "memory used per GPU" in facts and " of 80 GB" in facts
+
+    page.locator("#labels .label[data-part='ring']").click()
+    facts = page.locator("#card-facts").inner_text()
+    assert "passes" in facts and "14" in facts  # 2 x (8 - 1) passes for 8 GPUs
+
+    page.keyboard.press("Escape")
+    assert card.is_hidden() and web.tr(page, "card") is None
+    assert w.errors == []

@@ -27,6 +27,12 @@ export function analyseHistory(history) {
   return { dead, rollbacks };
 }
 
+function niceStep(raw) {
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * mag >= raw) return m * mag;
+  return 10 * mag;
+}
+
 export function mountChart(store, canvas) {
   const ctx = canvas.getContext('2d');
   let queued = false;
@@ -76,8 +82,10 @@ export function mountChart(store, canvas) {
     minStep = Math.min(minStep, 0);
     if (maxStep <= minStep) maxStep = minStep + 1;
     if (!Number.isFinite(minLoss)) return;
-    const lo = Math.max(0, Math.floor(minLoss * 2) / 2);
-    const hi = Math.max(lo + 0.5, Math.ceil(maxLoss * 2) / 2);
+    // Round tick values (0.5, 1, 2 ...) so the axis reads at a glance.
+    const tick = niceStep((maxLoss - minLoss) / 4 || 0.1);
+    const lo = Math.max(0, Math.floor(minLoss / tick) * tick);
+    const hi = Math.max(lo + tick, Math.ceil(maxLoss / tick) * tick);
     const x = (step) => pad.l + ((step - minStep) / (maxStep - minStep)) * w;
     const y = (loss) => pad.t + (1 - (loss - lo) / (hi - lo)) * h;
 
@@ -86,15 +94,16 @@ export function mountChart(store, canvas) {
     ctx.lineWidth = 1;
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
-    const ySteps = 4;
+    const ySteps = Math.round((hi - lo) / tick);
     for (let i = 0; i <= ySteps; i++) {
-      const v = lo + ((hi - lo) * i) / ySteps;
+      const v = lo + tick * i;
       const yy = Math.round(y(v)) + 0.5;
       ctx.beginPath();
       ctx.moveTo(pad.l, yy);
       ctx.lineTo(pad.l + w, yy);
       ctx.stroke();
-      ctx.fillText(v.toFixed(1), pad.l - 6, yy);
+      const decimals = Number.isInteger(tick) ? 0 : Number.isInteger(tick * 10) ? 1 : 2;
+      ctx.fillText(v.toFixed(decimals), pad.l - 6, yy);
     }
     ctx.textAlign = 'left';
     ctx.textBaseline = 'alphabetic';

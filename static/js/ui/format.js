@@ -20,7 +20,8 @@ export function fmtBytes(b) {
     v /= 1000;
     i += 1;
   }
-  return `${v >= 100 || i === 0 ? Math.round(v) : v.toFixed(1)} ${units[i]}`;
+  const shown = v >= 100 || i === 0 ? String(Math.round(v)) : v.toFixed(1).replace(/\.0$/, '');
+  return `${shown} ${units[i]}`;
 }
 
 export function fmtSeconds(s) {
