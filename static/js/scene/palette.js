@@ -40,12 +40,14 @@ const STRUCTURE = {
     memGrads: '#c3b8f0',
     memOptimizer: '#d8c38f',
     memActivations: '#6f8fa8',
-    overflow: '#D55E00',
+    // "Doesn't fit" is hatched in a light neutral, not red: red means a failed GPU only.
+    overflow: '#e8eef8',
+    expert: '#f4f6fb',
   },
   projector: {
     background: '#000000',
     floor: '#05080f',
-    grid: '#2a3550',
+    grid: '#121a2c',
     chassis: '#46587c',
     gpu: '#5d7199',
     gpuIdle: '#6b80a8',
@@ -64,7 +66,8 @@ const STRUCTURE = {
     memGrads: '#d8d0ff',
     memOptimizer: '#f0d890',
     memActivations: '#8fb6d6',
-    overflow: '#FF3B1F',
+    overflow: '#ffffff',
+    expert: '#ffffff',
   },
 };
 

@@ -215,11 +215,12 @@ export function createStage(canvas, { spec, topology, store }) {
     const { w, h } = size();
     const cx = (safe.left - safe.right) / w;
     const cy = (safe.bottom - safe.top) / h;
-    const limitX = ((w - safe.left - safe.right) / w) * (0.96 / fill);
-    const limitY = ((h - safe.top - safe.bottom) / h) * (0.96 / fill);
-    let dist = 40;
+    const limitX = ((w - safe.left - safe.right) / w) * 0.96 * fill;
+    const limitY = ((h - safe.top - safe.bottom) / h) * 0.96 * fill;
     const v = new THREE.Vector3();
-    for (let i = 0; i < 8; i++) {
+    // How far past the safe area the box pokes out from a distance (>1 = too close). It falls
+    // as the camera backs away, so a bisection finds the distance where the box just fits.
+    const overflow = (dist) => {
       probe.position.copy(centre).addScaledVector(dir, dist);
       probe.lookAt(centre);
       probe.updateMatrixWorld();
@@ -227,10 +228,20 @@ export function createStage(canvas, { spec, topology, store }) {
       let worst = 0;
       for (const c of corners) {
         v.copy(c).project(probe);
+        // A corner behind the camera is as bad as it gets.
+        if (v.z > 1 || v.z < -1) return Infinity;
         worst = Math.max(worst, Math.abs(v.x - cx) / limitX, Math.abs(v.y - cy) / limitY);
       }
-      dist *= Math.max(0.5, Math.min(2, worst));
+      return worst;
+    };
+    let lo = 1;
+    let hi = 600;
+    for (let i = 0; i < 32; i++) {
+      const mid = (lo + hi) / 2;
+      if (overflow(mid) > 1) lo = mid;
+      else hi = mid;
     }
+    const dist = hi;
     const target = centre.clone();
     return { position: centre.clone().addScaledVector(dir, dist), target };
   }

@@ -46,24 +46,32 @@ export function build(ctx) {
       const pal = frame.palette;
       const list = (frame.run.checkpoints || []).filter((c) => c.ok !== false);
       const n = Math.min(C.maxDisks, list.length);
+      // Empty places up to the number the run keeps, so the stack's purpose reads before the
+      // first save.
+      const keep = Math.min(C.maxDisks, frame.run.hello?.config?.keep_checkpoints ?? 3);
+      const shown = Math.max(n, keep);
       const now = frame.time;
       const sinceSave = now - savedAt;
       const sinceRestore = now - restoredAt;
       const saving = sinceSave < GLOW_S;
       const restoring = sinceRestore < GLOW_S;
-      const key = `${n}|${pal.theme}|${saving ? sinceSave.toFixed(2) : ''}|${restoring ? sinceRestore.toFixed(2) : ''}`;
+      const key = `${n}|${shown}|${pal.theme}|${saving ? sinceSave.toFixed(2) : ''}|${restoring ? sinceRestore.toFixed(2) : ''}`;
       if (key === lastKey) return saving || restoring;
       lastKey = key;
       base.set(pal.saved).multiplyScalar(0.55);
-      for (let i = 0; i < n; i++) {
+      for (let i = 0; i < shown; i++) {
         place(disks, i, C.x, 0.3 + h / 2 + i * (h + 0.08), C.z);
+        if (i >= n) {
+          tint(disks, i, pal.slotEmpty);
+          continue;
+        }
         let k = 0;
         if (restoring) k = Math.sin(Math.PI * (sinceRestore / GLOW_S));
         if (saving && i === n - 1) k = Math.max(k, 1 - sinceSave / GLOW_S);
         glow.copy(base).lerp(new THREE.Color(pal.saved).offsetHSL(0, 0, 0.18), frame.reduced ? (k > 0 ? 1 : 0) : k);
         disks.setColorAt(i, glow);
       }
-      disks.count = n;
+      disks.count = shown;
       commit(disks);
       return saving || restoring;
     },

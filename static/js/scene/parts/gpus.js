@@ -111,7 +111,7 @@ export function build(ctx, spec) {
     'gpus',
   );
   const cross = instanced(
-    new THREE.BoxGeometry(gw * 1.25, 0.09, 0.13),
+    new THREE.BoxGeometry(gw * 1.05, 0.13, 0.06),
     new THREE.MeshBasicMaterial({ color: '#ffffff' }),
     n * 2,
     'gpus',
@@ -135,7 +135,7 @@ export function build(ctx, spec) {
   commit(wallFrame);
   commit(die);
 
-  const noFit = textSprite("doesn't fit", { colour: '#ffffff', bg: palette.overflow, height: 0.7 });
+  const noFit = textSprite("doesn't fit", { colour: palette.background, bg: palette.overflow, height: 0.7 });
   noFit.visible = false;
   noFit.userData.part = 'gpus';
 
@@ -147,8 +147,9 @@ export function build(ctx, spec) {
   const unsub = ctx.store.on('event', (e) => {
     if (e?.kind === 'gpu_replaced') replacedAt.set(e.detail?.gpu, performance.now() / 1000);
   });
-  const rot45 = new THREE.Quaternion().setFromAxisAngle(new THREE.Vector3(0, 1, 0), Math.PI / 4);
-  const rotM45 = new THREE.Quaternion().setFromAxisAngle(new THREE.Vector3(0, 1, 0), -Math.PI / 4);
+  // The X stands upright on the GPU's front face, so it reads from the usual low camera.
+  const rot45 = new THREE.Quaternion().setFromAxisAngle(new THREE.Vector3(0, 0, 1), Math.PI / 4);
+  const rotM45 = new THREE.Quaternion().setFromAxisAngle(new THREE.Vector3(0, 0, 1), -Math.PI / 4);
   const flat = new THREE.Quaternion().setFromAxisAngle(new THREE.Vector3(1, 0, 0), -Math.PI / 2);
   let lastKey = '';
   let lastMemKey = null;
@@ -227,8 +228,8 @@ export function build(ctx, spec) {
         const g = lay.gpus[i];
         if (failed.has(g.id)) {
           tint(die, i, pal.failure);
-          place(cross, x++, g.x, g.y + gh / 2 + 0.1, g.z, 1, 1, 1, rot45);
-          place(cross, x++, g.x, g.y + gh / 2 + 0.1, g.z, 1, 1, 1, rotM45);
+          place(cross, x++, g.x, g.y + 0.05, g.z + gd / 2 + 0.06, 1, 1, 1, rot45);
+          place(cross, x++, g.x, g.y + 0.05, g.z + gd / 2 + 0.06, 1, 1, 1, rotM45);
           continue;
         }
         if (lit) {

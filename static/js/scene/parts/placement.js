@@ -32,6 +32,14 @@ export function build(ctx) {
   tag(group, 'placement');
   scene.add(group);
   let lastKey = '';
+  // The default picture is data parallel and the live memory walls tell that story; the
+  // stacks come up once someone picks a layout (the "swap it" lab sets store.placement),
+  // including picking data parallel itself.
+  let engaged = false;
+  const unsub = ctx.store.on('change:placement', () => {
+    engaged = true;
+    ctx.requestRender();
+  });
 
   function layoutFor(mode, pal) {
     let k = 0;
@@ -62,7 +70,7 @@ export function build(ctx) {
         for (let e = 0; e < EXPERTS_PER_GPU; e++) {
           const w = gw * 0.3;
           place(slabs, k, g.x - gw * 0.18 + e * gw * 0.36, baseY(g) + SLAB_H + GAP + 0.1, g.z, w, 0.18, gd * 0.4);
-          tint(slabs, k, pal.memOptimizer);
+          tint(slabs, k, pal.expert);
           k += 1;
         }
       } else if (mode === 'finetune') {
@@ -79,9 +87,7 @@ export function build(ctx) {
     object: group,
     update(frame) {
       const mode = frame.run.placement || 'data';
-      // In the default data-parallel picture the stacks stay hidden while the live memory
-      // walls tell the story; the lab's placement choice brings them up.
-      const show = mode !== 'data' || frame.run.placementShown === true;
+      const show = engaged || mode !== 'data';
       const key = `${mode}|${show}|${frame.palette.theme}`;
       if (key === lastKey) return false;
       lastKey = key;
@@ -90,6 +96,7 @@ export function build(ctx) {
       return false;
     },
     dispose() {
+      unsub();
       disposeTree(group);
     },
   };
