@@ -10,10 +10,11 @@ const COLORS = {
 /** Split the history into the live timeline and dead branches, and find the rollbacks.
  * A point is dead when a later point (by seq) has the same or a lower step: the run went
  * back past it. Exported for tests. */
-export function analyseHistory(history) {
+export function analyseHistory(history, pendingRestore = null) {
   const n = history.length;
   const dead = new Array(n).fill(false);
-  let minAfter = Infinity;
+  // Right after a rollback, before any new step, the restored step is the "later point".
+  let minAfter = pendingRestore ?? Infinity;
   for (let i = n - 1; i >= 0; i--) {
     if (history[i].step >= minAfter) dead[i] = true;
     minAfter = Math.min(minAfter, history[i].step);
@@ -111,7 +112,13 @@ export function mountChart(store, canvas) {
     ctx.textAlign = 'right';
     ctx.fillText(`${maxStep}`, pad.l + w, cssH - 4);
 
-    const { dead, rollbacks } = analyseHistory(hist);
+    const lr = s.lastRollback;
+    const last = hist[hist.length - 1];
+    const pending =
+      lr && last && lr.afterSeq === last.seq && Number.isFinite(lr.restoredStep)
+        ? lr.restoredStep
+        : null;
+    const { dead, rollbacks } = analyseHistory(hist, pending === null ? null : pending + 1);
     // Dead branches first, so the live line is drawn on top of them.
     ctx.lineJoin = 'round';
     for (const wantDead of [true, false]) {
@@ -128,8 +135,14 @@ export function mountChart(store, canvas) {
           pen = false;
           continue;
         }
-        if (!pen || brk) ctx.moveTo(x(p.step), y(p.loss));
-        else ctx.lineTo(x(p.step), y(p.loss));
+        if (!pen || brk) {
+          const q = hist[i - 1];
+          // A dead branch grows out of the last live point it left from.
+          if (wantDead && q && !brk && !dead[i - 1] && Number.isFinite(q.loss)) {
+            ctx.moveTo(x(q.step), y(q.loss));
+            ctx.lineTo(x(p.step), y(p.loss));
+          } else ctx.moveTo(x(p.step), y(p.loss));
+        } else ctx.lineTo(x(p.step), y(p.loss));
         pen = true;
       }
       ctx.stroke();
@@ -137,11 +150,7 @@ export function mountChart(store, canvas) {
 
     // Rollback markers; a rollback with no step after it yet comes from the event itself.
     const marks = rollbacks.map((r) => r.toStep);
-    const lr = s.lastRollback;
-    const last = hist[hist.length - 1];
-    if (lr && last && lr.afterSeq === last.seq && Number.isFinite(lr.restoredStep)) {
-      marks.push(lr.restoredStep);
-    }
+    if (pending !== null) marks.push(pending);
     ctx.strokeStyle = theme.fail;
     ctx.fillStyle = theme.fail;
     ctx.lineWidth = 1.5 * thick;
