@@ -545,7 +545,8 @@ export function createStage(canvas, { spec, topology, store }) {
       if (exploded === !!on) return;
       exploded = !!on;
       build();
-      requestRender();
+      // The lifted fabric is taller: re-frame the current view so it stays on screen.
+      setView(view);
     },
     setSignal(on) {
       signal = !!on;
