@@ -36,6 +36,20 @@ CAPTION_PLACEHOLDERS = {
     "n_params": "parameters in one copy of the model",
     "top_word": "the model's most likely word after the probe prompt",
     "top_p": "that word's probability, as a percentage",
+    "epoch": "passes over the training text so far",
+    "tokens_total": "tokens trained on since step 0 of this timeline",
+    "leaves": "leaf switches",
+    "spines": "spine switches",
+    "ring_bytes_total": "bytes carried over all links in the last all-reduce",
+    "busiest_link": "bytes on the busiest single link in the last all-reduce",
+    "queue_depth": "batches ready in the loaders' queue when the GPUs asked",
+    "queue_capacity": "batches the loaders' queue can hold",
+    "checkpoint_every": "steps between checkpoints",
+    "memory_per_gpu": "memory one GPU uses for the tiny model",
+    "sim_step": "simulated seconds for one step on the preset hardware",
+    "sim_allreduce": "simulated seconds of that step spent in the all-reduce",
+    "restarts": "rollbacks after failures so far",
+    "preset": "the simulated hardware preset",
 }
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
