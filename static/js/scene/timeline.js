@@ -4,12 +4,15 @@
 // shown in proportion to their simulated times, but every phase gets a minimum share so a
 // 2 ms update is still visible. The whole animation is fitted into the time until the next
 // step is expected, so at lesson pace it plays over about two seconds and at full speed it is
-// compressed. A new step always replaces the one playing: there is never a backlog.
+// compressed down to a floor, so that at full speed the colours change about once a second
+// and never flash (no more than three changes a second for any one colour). A new step
+// replaces the one playing once that one has been on screen for the floor; until then only
+// the newest waiting step is kept: there is never a backlog.
 
 const ORDER = ['data', 'forward', 'backward', 'allreduce', 'optimizer', 'checkpoint'];
 const MIN_SHARE = 0.08;
 const LESSON_S = 2.0;
-const MIN_S = 0.25;
+const MIN_S = 0.9;
 const MAX_S = 2.6;
 
 export class Timeline {
@@ -21,6 +24,7 @@ export class Timeline {
     this.lastArrival = 0;
     this.interval = LESSON_S; // smoothed wall seconds between step messages
     this.shown = -1; // index of the last phase drawn for this step
+    this.pending = null; // {msg, speed}: the newest step waiting for the floor to pass
   }
 
   /** Expected seconds until the next step, from the run's speed and the measured arrivals. */
@@ -31,11 +35,24 @@ export class Timeline {
   }
 
   onStep(msg, now, speed) {
+    this._arrival(now);
+    if (this.playing && (now - this.start) / 1000 < MIN_S) {
+      this.pending = { msg, speed }; // the newest only: older waiting steps are dropped
+      return;
+    }
+    this._begin(msg, now, speed);
+  }
+
+  _arrival(now) {
     if (this.lastArrival) {
       const gap = (now - this.lastArrival) / 1000;
       if (gap > 0 && gap < 10) this.interval = this.interval * 0.6 + gap * 0.4;
     }
     this.lastArrival = now;
+  }
+
+  _begin(msg, now, speed) {
+    this.pending = null;
     this.msg = msg;
     this.start = now;
     this.shown = -1;
@@ -65,6 +82,9 @@ export class Timeline {
    * a phase is never skipped, even when frames are slower than the phase is short (a busy
    * laptop, software WebGL), because each call advances at most one phase. */
   at(now) {
+    if (this.pending && (now - this.start) / 1000 >= MIN_S) {
+      this._begin(this.pending.msg, now, this.pending.speed);
+    }
     if (!this.msg || !this.duration) return { phase: null, phaseT: 0, stepT: 1, active: false };
     const stepT = (now - this.start) / 1000 / this.duration;
     let idx = this.slices.findIndex((x) => stepT < x.t1);
@@ -85,10 +105,13 @@ export class Timeline {
 
   /** True while the current step still has phases left to draw. */
   get playing() {
-    return Boolean(this.msg && this.duration && this.shown < this.slices.length);
+    return Boolean(
+      (this.msg && this.duration && this.shown < this.slices.length) || this.pending,
+    );
   }
 
   clear() {
+    this.pending = null;
     this.msg = null;
     this.duration = 0;
   }
