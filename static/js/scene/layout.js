@@ -17,7 +17,7 @@ export const DIMS = Object.freeze({
   leafY: 6.6,
   spineY: 11.4,
   explodeLift: 1.6, // exploded view: fabric tiers lift this much further apart
-  lakeR: 2.8,
+  lakeR: 2.5,
   disk: [1.1, 0.22], // checkpoint disk radius, height
 });
 
@@ -203,14 +203,14 @@ export function layout(spec, topology, opts = {}) {
   // Left of the cluster: the data lake, then the loaders with their prefetch queues.
   const frontZ = parts.gpus.max[2] - 1.2;
   const loaderX = clusterMinX - 5.0;
-  const lakeX = loaderX - 5.6;
+  const lakeX = loaderX - 5.2;
   out.lake = { x: lakeX, y: 0.25, z: round(frontZ - 1.5), r: DIMS.lakeR };
   grow(parts.datalake, lakeX, 0.6, out.lake.z, DIMS.lakeR, 0.6, DIMS.lakeR);
   const shardCols = 6;
   for (let i = 0; i < 18; i++) {
     const c = i % shardCols;
     const r = Math.floor(i / shardCols);
-    out.shards.push({ x: round(lakeX - 1.9 + c * 0.76), y: 0.62 + r * 0.0, z: round(out.lake.z - 1.0 + r * 0.95) });
+    out.shards.push({ x: round(lakeX - 1.75 + c * 0.7), y: 0.62 + r * 0.0, z: round(out.lake.z - 1.0 + r * 0.95) });
   }
   const loaderPitch = 1.7;
   for (let w = 0; w < loaders; w++) {

@@ -137,6 +137,7 @@ export function createStage(canvas, { spec, topology, store }) {
   let partsBusy = false;
   let safe = { left: 0, right: 0, top: 0, bottom: 0 };
   let customSafe = false;
+  let manual = false; // the camera was moved by hand since the last view was chosen
   let lastPhase = null;
   let disposed = false;
   const frameFns = new Set();
@@ -275,6 +276,7 @@ export function createStage(canvas, { spec, topology, store }) {
 
   function setView(n, { instant = false } = {}) {
     view = Math.max(0, Math.min(4, n | 0));
+    manual = false;
     flyTo(viewCamera(view), instant ? 0 : FLIGHT_S);
   }
 
@@ -287,6 +289,7 @@ export function createStage(canvas, { spec, topology, store }) {
   function rotate(dAz, dPolar) {
     const off = camera.position.clone().sub(controls.target);
     const sph = new THREE.Spherical().setFromVector3(off);
+    manual = true;
     sph.theta += dAz;
     sph.phi = Math.min(controls.maxPolarAngle, Math.max(0.1, sph.phi + dPolar));
     off.setFromSpherical(sph);
@@ -298,6 +301,7 @@ export function createStage(canvas, { spec, topology, store }) {
 
   function zoom(factor) {
     const off = camera.position.clone().sub(controls.target);
+    manual = true;
     const len = Math.min(controls.maxDistance, Math.max(controls.minDistance, off.length() / factor));
     off.setLength(len);
     flight = null;
@@ -338,6 +342,9 @@ export function createStage(canvas, { spec, topology, store }) {
     renderer.setSize(w, h, false);
     if (!customSafe) safe = defaultSafe(w);
     applyViewOffset();
+    // A new window shape changes what fits: re-frame the view unless someone has moved the
+    // camera by hand since choosing it.
+    if (lay && !manual && !flight) setView(view, { instant: true });
     requestRender();
   }
 
@@ -508,6 +515,9 @@ export function createStage(canvas, { spec, topology, store }) {
     setView(view, { instant: true });
   }
 
+  controls.addEventListener('start', () => {
+    manual = true;
+  });
   controls.addEventListener('change', () => {
     flight = null;
     requestRender();
