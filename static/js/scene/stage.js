@@ -389,7 +389,7 @@ export function createStage(canvas, { spec, topology, store }) {
       exploded,
       palette,
       layout: lay,
-      debug: { activeGpus: 0, pulses: 0, waiting: 0, failed: 0 },
+      debug: { activeGpus: 0, pulses: 0, waiting: 0, failed: 0, ringLit: false },
     };
     // Parts are only asked to update while something may have changed; idle frames cost
     // nothing (no matrix uploads, no render).
@@ -404,7 +404,7 @@ export function createStage(canvas, { spec, topology, store }) {
     if (tl.active) animating = true;
     if (tl.phase) {
       if (frame.debug.activeGpus > 0 && (tl.phase === 'forward' || tl.phase === 'backward')) seen[tl.phase] += 1;
-      if (tl.phase === 'allreduce' && frame.debug.pulses > 0) seen.allreduce += 1;
+      if (tl.phase === 'allreduce' && (frame.debug.pulses > 0 || frame.debug.ringLit)) seen.allreduce += 1;
       if (tl.phase === 'data') seen.data += 1;
       seen.maxPulses = Math.max(seen.maxPulses, frame.debug.pulses);
     }

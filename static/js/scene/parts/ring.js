@@ -78,6 +78,7 @@ export function build(ctx) {
       }
       wasOn = true;
       trackMat.opacity = 0.5;
+      frame.debug.ringLit = true;
       if (frame.reduced) {
         // Reduced motion: the lit track is the signal; no moving pulses.
         pulses.count = 0;
