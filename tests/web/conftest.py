@@ -99,10 +99,11 @@ def browser() -> Iterator[object]:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _missing("playwright is not installed")
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        _missing(f"no Chromium at {CHROMIUM}")
+    exe = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+    if not exe:
+        _missing(f"no Chromium at {CHROMIUM} or on PATH")
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
         try:
             yield b
         finally:

@@ -37,7 +37,9 @@ def test_page_reconnects_after_a_server_restart(browser, tmp_path, web) -> None:
 
 
 def test_a_refused_control_shows_a_clear_message(browser, tmp_path, web) -> None:
-    srv = web.ServerProcess(tmp_path / "run", None, *web.SMALL, "--token", "presenter-s3cret", "--public")
+    srv = web.ServerProcess(
+        tmp_path / "run", None, *web.SMALL, "--token", "presenter-s3cret", "--public"
+    )
     srv.start(fresh=True)
     try:
         w = web.open_page(browser, srv.url, viewport={"width": 1280, "height": 720})
