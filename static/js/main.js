@@ -128,15 +128,16 @@ function main() {
       labs = { keys: [], closeAll() {} };
     });
 
-  const canDraw = webglAvailable();
-  if (!canDraw) overlays.showNoWebGL();
-
   loadSpec().then(async (spec) => {
     cards.setParts(spec?.parts);
     labels.build(spec);
     tour.setSpec(spec);
     panels.help.setSpec(spec);
     if (spec?.title) document.title = spec.title;
+    // Probing for WebGL costs a context (slow on software renderers), so it waits until the
+    // numbers are already on their way.
+    const canDraw = webglAvailable();
+    if (!canDraw) overlays.showNoWebGL();
     if (!canDraw || !spec) return;
     const hello = await firstHello();
     let createStage;
