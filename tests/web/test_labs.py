@@ -6,13 +6,10 @@ the scene's memory walls, the swap-it cards set the placement, the cost panel re
 from __future__ import annotations
 
 import re
-import shutil
 import zlib
-from pathlib import Path
 
 import httpx
 
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 LABS = [("r", "ring"), ("m", "memory"), ("w", "swap"), ("c", "cost"), ("q", "talk")]
 
 
@@ -227,16 +224,6 @@ def test_sheet_prints_on_one_page_with_every_question(browser, server, web) -> N
             assert squash(q["text"]) in flat, q["id"]
         assert squash("why do you think that") in flat
     ctx.close()
-
-
-def test_keep_chosen_screenshots_for_the_docs() -> None:
-    # Runs after the panel tests in this module (file order); copies two of their screenshots.
-    src = Path(__file__).resolve().parent / "screenshots"
-    DOCS_IMG.mkdir(parents=True, exist_ok=True)
-    for name in ("lab_ring_done", "lab_memory_70b"):
-        shot = src / f"{name}.png"
-        assert shot.exists() and shot.stat().st_size > 10_000
-        shutil.copyfile(shot, DOCS_IMG / f"{name}.png")
 
 
 # ---- a small PDF text reader (Chromium's PDFs: Flate streams, Type0 fonts, ToUnicode) ----
