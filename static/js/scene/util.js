@@ -63,6 +63,30 @@ export function hatchTexture(colour = '#ffffff', spacing = 16, width = 5) {
   return tex;
 }
 
+/** A memory wall's face: a thin frame with capacity ticks at each quarter, as on a gauge. */
+export function wallTexture(colour = '#ffffff') {
+  const cv = document.createElement('canvas');
+  cv.width = 64;
+  cv.height = 256;
+  const g = cv.getContext('2d');
+  g.fillStyle = 'rgba(255,255,255,0.18)';
+  g.fillRect(0, 0, 64, 256);
+  g.strokeStyle = colour;
+  g.lineWidth = 5;
+  g.strokeRect(2.5, 2.5, 59, 251);
+  g.lineWidth = 4;
+  for (const q of [0.25, 0.5, 0.75]) {
+    const y = Math.round(256 * q);
+    g.beginPath();
+    g.moveTo(0, y);
+    g.lineTo(q === 0.5 ? 30 : 18, y);
+    g.stroke();
+  }
+  const tex = new THREE.CanvasTexture(cv);
+  tex.colorSpace = THREE.SRGBColorSpace;
+  return tex;
+}
+
 /** A text sprite drawn on a canvas (for the few world-space words, e.g. "doesn't fit"). */
 export function textSprite(text, { colour = '#ffffff', bg = null, height = 0.6, weight = 700 } = {}) {
   const font = `${weight} 56px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;

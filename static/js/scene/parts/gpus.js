@@ -9,7 +9,17 @@
 // extension. Every kind of thing is one InstancedMesh, so draw calls do not grow with GPUs.
 
 import * as THREE from 'three';
-import { commit, disposeTree, hatchTexture, instanced, place, tag, textSprite, tint } from '../util.js';
+import {
+  commit,
+  disposeTree,
+  hatchTexture,
+  instanced,
+  place,
+  tag,
+  textSprite,
+  tint,
+  wallTexture,
+} from '../util.js';
 
 const NEW_OUTLINE_S = 4;
 const MIN_FILL = 0.03; // the tiny model's share of an 80 GB GPU would be invisible
@@ -89,9 +99,16 @@ export function build(ctx, spec) {
   );
   // The die: a flat plate on top of each package, unlit so its colour reads as light.
   const die = instanced(new THREE.BoxGeometry(gw * 0.78, 0.06, gd * 0.78), new THREE.MeshBasicMaterial(), n, 'gpus');
+  const wallTex = wallTexture('#ffffff');
   const wallFrame = instanced(
     new THREE.BoxGeometry(ww, wh, wt),
-    new THREE.MeshLambertMaterial({ color: palette.wallFrame, transparent: true, opacity: 0.32, depthWrite: false }),
+    new THREE.MeshBasicMaterial({
+      color: palette.wallFrame,
+      map: wallTex,
+      transparent: true,
+      opacity: 0.5,
+      depthWrite: false,
+    }),
     n,
     'gpus',
   );
@@ -261,6 +278,7 @@ export function build(ctx, spec) {
       unsub();
       hatchTex.dispose();
       waitTex.dispose();
+      wallTex.dispose();
       disposeTree(group);
     },
   };
