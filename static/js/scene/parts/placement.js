@@ -15,6 +15,9 @@ const LAYERS = 4; // drawn layers; the page says real models stack dozens
 const SLAB_H = 0.07;
 const GAP = 0.05;
 const EXPERTS_PER_GPU = 2;
+// Stores whose placement someone has picked; kept outside build() so a rebuild (theme,
+// explode, new topology) remembers it.
+const engagedStores = new WeakSet();
 
 export function build(ctx) {
   const { scene, layout: lay, palette } = ctx;
@@ -35,9 +38,8 @@ export function build(ctx) {
   // The default picture is data parallel and the live memory walls tell that story; the
   // stacks come up once someone picks a layout (the "swap it" lab sets store.placement),
   // including picking data parallel itself.
-  let engaged = false;
   const unsub = ctx.store.on('change:placement', () => {
-    engaged = true;
+    engagedStores.add(ctx.store);
     ctx.requestRender();
   });
 
@@ -87,7 +89,7 @@ export function build(ctx) {
     object: group,
     update(frame) {
       const mode = frame.run.placement || 'data';
-      const show = engaged || mode !== 'data';
+      const show = engagedStores.has(ctx.store) || mode !== 'data';
       const key = `${mode}|${show}|${frame.palette.theme}`;
       if (key === lastKey) return false;
       lastKey = key;
