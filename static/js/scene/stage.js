@@ -393,7 +393,8 @@ export function createStage(canvas, { spec, topology, store }) {
     };
     // Parts are only asked to update while something may have changed; idle frames cost
     // nothing (no matrix uploads, no render).
-    if (tl.active || dirty || partsBusy || tl.phase !== lastPhase) {
+    const updating = tl.active || dirty || partsBusy || tl.phase !== lastPhase;
+    if (updating) {
       partsBusy = false;
       for (const p of Object.values(built)) if (p.update(frame, dt)) partsBusy = true;
       if (partsBusy) animating = true;
@@ -408,7 +409,8 @@ export function createStage(canvas, { spec, topology, store }) {
       if (tl.phase === 'data') seen.data += 1;
       seen.maxPulses = Math.max(seen.maxPulses, frame.debug.pulses);
     }
-    lastDebug = { phase: tl.phase, phaseT: tl.phaseT, ...frame.debug };
+    // Idle frames skip the parts, so their counters are only fresh after an update.
+    if (updating) lastDebug = { phase: tl.phase, phaseT: tl.phaseT, ...frame.debug };
 
     if (!animating && !dirty) return;
     dirty = false;

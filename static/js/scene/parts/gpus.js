@@ -171,6 +171,7 @@ export function build(ctx, spec) {
   let lastKey = '';
   let lastMemKey = null;
   let counts = { activeGpus: 0, waiting: 0, failed: 0 };
+  let overflowWalls = 0;
 
   function updateMemory(run) {
     const memKey = run.memoryCase ? JSON.stringify(run.memoryCase) : `live:${run.step?.seq ?? 'none'}`;
@@ -200,6 +201,7 @@ export function build(ctx, spec) {
     }
     bands.count = b;
     overflow.count = o;
+    overflowWalls = o;
     commit(bands);
     commit(overflow);
     noFit.visible = anyOverflow;
@@ -215,6 +217,8 @@ export function build(ctx, spec) {
     update(frame) {
       const { run, phase, palette: pal } = frame;
       updateMemory(run);
+      frame.debug.overflowWalls = overflowWalls;
+      frame.debug.memoryBands = bands.count;
       const failed = run.failedGpus || new Set();
       const now = frame.time;
       const loader = frame.step?.loader;

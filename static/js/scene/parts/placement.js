@@ -1,6 +1,6 @@
 // Where the model lives on the GPUs: small model slabs above each GPU, by parallelism scheme.
 //
-// store.state.placement:
+// store.state.placement (and store.state.placementPreview, see update()):
 //   'data'            every GPU holds the whole stack (a full copy of the model)
 //   'tensor_pipeline' a server's GPUs split the layers into stages (pipeline) and the GPUs of
 //                     a stage each hold a thin slice of their layers (tensor)
@@ -15,9 +15,6 @@ const LAYERS = 4; // drawn layers; the page says real models stack dozens
 const SLAB_H = 0.07;
 const GAP = 0.05;
 const EXPERTS_PER_GPU = 2;
-// Stores whose placement someone has picked; kept outside build() so a rebuild (theme,
-// explode, new topology) remembers it.
-const engagedStores = new WeakSet();
 
 export function build(ctx) {
   const { scene, layout: lay, palette } = ctx;
@@ -35,13 +32,13 @@ export function build(ctx) {
   tag(group, 'placement');
   scene.add(group);
   let lastKey = '';
-  // The default picture is data parallel and the live memory walls tell that story; the
-  // stacks come up once someone picks a layout (the "swap it" lab sets store.placement),
-  // including picking data parallel itself.
-  const unsub = ctx.store.on('change:placement', () => {
-    engagedStores.add(ctx.store);
-    ctx.requestRender();
-  });
+  // The live run is data parallel and its memory walls tell that story, so by default the
+  // stacks show only for the other layouts. While a lab compares layouts it sets
+  // store.state.placementPreview = true, and data parallel's full copies show as well.
+  const unsubs = [
+    ctx.store.on('change:placement', () => ctx.requestRender()),
+    ctx.store.on('change:placementPreview', () => ctx.requestRender()),
+  ];
 
   function layoutFor(mode, pal) {
     let k = 0;
@@ -89,16 +86,18 @@ export function build(ctx) {
     object: group,
     update(frame) {
       const mode = frame.run.placement || 'data';
-      const show = engagedStores.has(ctx.store) || mode !== 'data';
+      const show = mode !== 'data' || frame.run.placementPreview === true;
       const key = `${mode}|${show}|${frame.palette.theme}`;
+      frame.debug.placementSlabs = show ? slabs.count : 0;
       if (key === lastKey) return false;
       lastKey = key;
       group.visible = show;
       if (show) layoutFor(mode, frame.palette);
+      frame.debug.placementSlabs = show ? slabs.count : 0;
       return false;
     },
     dispose() {
-      unsub();
+      for (const u of unsubs) u();
       disposeTree(group);
     },
   };
