@@ -226,7 +226,12 @@ def parse_scene(text: str, *, source: str = "<scene>") -> SceneSpec:
 def load_scene(name: str, directory: Path | None = None) -> SceneSpec:
     """Load `<directory>/<name>.json` and validate it. Raises SceneNotFound or SceneInvalid."""
     path = _path_for(name, directory or SCENES_DIR)
-    spec = parse_scene(path.read_text(encoding="utf-8"), source=path.name)
+    text = path.read_text(encoding="utf-8")
+    # scenes/ also holds other content (e.g. the classroom text, "kind": "classroom").
+    kind = re.search(r'^\s*\{\s*"kind"\s*:\s*"([^"]*)"', text)
+    if kind and kind.group(1) != "scene":
+        raise SceneNotFound(f"no scene named {name!r} ({path.name} holds {kind.group(1)} content)")
+    spec = parse_scene(text, source=path.name)
     if spec.name != name:
         raise SceneInvalid(f"{path.name}: its name field says {spec.name!r}, expected {name!r}")
     return spec

@@ -128,6 +128,10 @@ function main() {
       labs = { keys: [], closeAll() {} };
     });
 
+  // Fetch the three.js stage while the socket and the scene data are on their way.
+  const stageModule = import('./scene/stage.js');
+  stageModule.catch(() => {}); // reported below, where it is awaited
+
   loadSpec().then(async (spec) => {
     cards.setParts(spec?.parts);
     labels.build(spec);
@@ -142,7 +146,7 @@ function main() {
     const hello = await firstHello();
     let createStage;
     try {
-      ({ createStage } = await import('./scene/stage.js'));
+      ({ createStage } = await stageModule);
     } catch (err) {
       console.warn('the 3D stage could not be loaded', err);
       return;

@@ -190,6 +190,8 @@ class Store {
         break;
       }
       case 'restored': {
+        // A clean resume after a server restart loses nothing: it is not a rollback.
+        if (d.reason === 'resume' && !d.steps_lost) break;
         const last = s.history.length ? s.history[s.history.length - 1] : null;
         s.rollbacks += 1;
         s.lastRollback = {

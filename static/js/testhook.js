@@ -42,6 +42,9 @@ export function installTestHook({ store, getStage, actions, labels, tour }) {
     fullscreen: () => Boolean(document.fullscreenElement),
     camera: () => ({ ...actions.camera }),
     runId: () => s().hello?.run_id ?? null,
+    memoryCase: () => (s().memoryCase ? JSON.parse(JSON.stringify(s().memoryCase)) : null),
+    placement: () => s().placement ?? 'data',
+    stageDebug: () => getStage()?.debug?.() ?? null,
   };
   const hook = {};
   for (const [name, get] of Object.entries(getters)) {

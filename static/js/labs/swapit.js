@@ -79,10 +79,12 @@ export function create({ store, ui }) {
     mount,
     onOpen() {
       ui?.actions?.view?.(2); // the GPU servers, where the model slabs are drawn
+      store?.set('placementPreview', true); // show the model copies even for data parallel
       sync();
     },
     onClose() {
       store?.set('placement', 'data');
+      store?.set('placementPreview', false);
     },
     info() {
       return { placement: store?.state.placement ?? null, cards: cards.map((c) => c.placement) };
