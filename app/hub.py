@@ -4,7 +4,10 @@ Every viewer has its own small queue and its own sender task, so a slow or stall
 only ever delays itself. Steps are coalesced: a viewer holds at most one unsent step, and
 when a newer one arrives the older one is dropped but the events it carried are kept as
 separate `event` frames, so a viewer sees the latest state plus every event in between.
-Steps go out at most `max_fps` times a second per viewer; events and errors go at once.
+Steps go out at most `max_fps` times a second per viewer, and all viewers together share a
+budget of `budget_fps` step frames a second (with 500 viewers each still gets several a
+second), so the cost of fan-out stays bounded however many people watch and never eats the
+trainer's share of the machine. Events and errors go at once.
 A viewer whose queue still overflows (it has not read for a long time) is disconnected; it
 reconnects and gets a fresh snapshot, which is cheaper than an unbounded backlog.
 """
@@ -40,13 +43,13 @@ class Viewer:
         send: Send,
         *,
         can_control: bool,
-        max_fps: float,
+        min_gap: Callable[[], float],
         queue_limit: int,
         send_timeout_s: float,
     ) -> None:
         self._send = send
         self.can_control = can_control
-        self._min_gap = 1.0 / max_fps
+        self._min_gap = min_gap
         self._queue_limit = queue_limit
         self._send_timeout_s = send_timeout_s
         self._queue: deque[Frame] = deque()
@@ -106,14 +109,16 @@ class Viewer:
                 while self._queue and not self.closed.is_set():
                     head = self._queue[0]
                     if head.is_step:
-                        wait = self._last_step_at + self._min_gap - time.monotonic()
+                        wait = self._last_step_at + self._min_gap() - time.monotonic()
                         if wait > 0:
                             # While we wait, a newer step may replace this one: look again.
                             await asyncio.sleep(wait)
                             continue
                         self._last_step_at = time.monotonic()
                     self._queue.popleft()
-                    await asyncio.wait_for(self._send(head.text), self._send_timeout_s)
+                    # asyncio.timeout is a timer, not a task per send as wait_for would be.
+                    async with asyncio.timeout(self._send_timeout_s):
+                        await self._send(head.text)
                     self.frames_sent += 1
         except asyncio.CancelledError:
             raise
@@ -124,13 +129,25 @@ class Viewer:
 
 
 class Hub:
-    def __init__(self, *, max_fps: float, queue_limit: int, send_timeout_s: float) -> None:
+    def __init__(
+        self,
+        *,
+        max_fps: float,
+        queue_limit: int,
+        send_timeout_s: float,
+        budget_fps: float = 3000.0,
+    ) -> None:
         self.max_fps = max_fps
+        self.budget_fps = budget_fps
         self.queue_limit = queue_limit
         self.send_timeout_s = send_timeout_s
         self._viewers: set[Viewer] = set()
         self.frames_published = 0
         self.on_count_change: Callable[[int], None] | None = None
+
+    def step_gap(self) -> float:
+        """Seconds between two step frames to one viewer, now."""
+        return max(1.0 / self.max_fps, len(self._viewers) / self.budget_fps)
 
     @property
     def count(self) -> int:
@@ -145,7 +162,7 @@ class Hub:
         viewer = Viewer(
             send,
             can_control=can_control,
-            max_fps=self.max_fps,
+            min_gap=self.step_gap,
             queue_limit=self.queue_limit,
             send_timeout_s=self.send_timeout_s,
         )
