@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .collectives import RingTrace
 
 
@@ -176,15 +178,11 @@ def step_cost(
 
 
 def ring_time(preset: HardwarePreset, trace: RingTrace) -> float:
-    total = 0.0
-    for p in trace.passes:
-        slowest = 0.0
-        for s in p.sends:
-            if s.link == "link":
-                kind = "nvlink"
-            else:
-                kind = s.link
-            t = s.bytes / preset.link_bandwidth(kind) + preset.latency_s.get(kind, 0.0)
-            slowest = max(slowest, t)
-        total += slowest
-    return total
+    """Sum over passes of the slowest hop: bytes / link bandwidth + per-hop latency."""
+    if not trace.passes:
+        return 0.0
+    kinds = ["nvlink" if k == "link" else k for k in trace.links]
+    bandwidth = np.asarray([preset.link_bandwidth(k) for k in kinds])
+    latency = np.asarray([preset.latency_s.get(k, 0.0) for k in kinds])
+    per_hop = np.stack([p.nbytes for p in trace.passes]) / bandwidth + latency  # (passes, G)
+    return float(per_hop.max(axis=1).sum())

@@ -34,6 +34,7 @@ Calls are not thread-safe: one thread drives a Trainer.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import time
 from collections.abc import Callable
@@ -310,7 +311,7 @@ class Trainer:
                 batches_per_epoch=max(1, self.loader.n_samples // cfg.batch_size),
                 samples_per_epoch=self.loader.n_samples,
             ),
-            memory=[g.memory() for g in self.gpus],
+            memory=self._memory(),
             probe=probe,
             events=events,
         )
@@ -376,6 +377,13 @@ class Trainer:
             if trace.gpus > 1
             else [],
         )
+
+    def _memory(self):
+        """Each GPU's memory account. Sizes only change when the arrays do, so it is cached."""
+        key = tuple(g.generation for g in self.gpus)
+        if getattr(self, "_memory_key", None) != key:
+            self._memory_key, self._memory_cache = key, [g.memory() for g in self.gpus]
+        return [copy.copy(m) for m in self._memory_cache]
 
     # ---- failures and checkpoints ---------------------------------------------------------
     def schedule_failure(self, step: int, gpu: int) -> None:
