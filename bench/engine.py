@@ -20,6 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
+# The product trains with one BLAS thread (see app/cli.py); measure what it runs.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
