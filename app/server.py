@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", type=int, help="simulated GPUs in total (default 32)")
     p.add_argument("--servers", type=int, help="servers they are spread over (default 4)")
     p.add_argument("--seed", type=int, help="the run's seed (default 0)")
-    p.add_argument("--batch-size", type=int, help="global batch (default 32, or one per GPU)")
+    p.add_argument("--batch-size", type=int, help="global batch (default 128, or one per GPU)")
     p.add_argument("--checkpoint-every", type=int, help="steps between checkpoints (50)")
     p.add_argument("--speed", help="lesson (a step every 2 s), max, or steps per second")
     p.add_argument("--fresh", action="store_true", default=None, help="start a new run")

@@ -86,7 +86,8 @@ def _step_times(gpus: int, servers: int, steps: int, run_dir: Path) -> list[floa
 
 
 def bench_data_parallel(steps: int) -> None:
-    print("\n2. 16-GPU data-parallel step vs 1-GPU step, same global batch (32 sequences)")
+    batch = RunConfig().batch_size
+    print(f"\n2. 16-GPU data-parallel step vs 1-GPU step, same global batch ({batch} sequences)")
     with tempfile.TemporaryDirectory() as d:
         one, sixteen = [], []
         for r in range(3):  # interleave rounds so noise hits both alike

@@ -29,7 +29,7 @@ class RunConfig:
     block_size: int = 16  # tokens of context (T)
     dtype: str = "float32"
     # Optimisation
-    batch_size: int = 32  # sequences per step, all GPUs together (the global batch)
+    batch_size: int = 128  # sequences per step, all GPUs together (the global batch)
     lr: float = 3e-3
     warmup_steps: int = 20
     weight_decay: float = 0.01
