@@ -12,7 +12,13 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.labs.content import Classroom, classroom
-from app.labs.cost import DEFAULT_KWH_PRICE, DEFAULT_PUE, DEFAULT_UTILISATION, compute_cost
+from app.labs.cost import (
+    DEFAULT_KWH_PRICE,
+    DEFAULT_PUE,
+    DEFAULT_UTILISATION,
+    CostResult,
+    compute_cost,
+)
 from app.labs.hardware import (
     GPUS,
     MODEL_PRESETS,
@@ -21,7 +27,7 @@ from app.labs.hardware import (
     PRICE_NOTE,
     parse_count,
 )
-from app.labs.memory import RULES, USABLE_FRACTION, compute_memory
+from app.labs.memory import RULES, USABLE_FRACTION, MemoryPart, compute_memory
 from app.labs.ringlab import MAX_GPUS, MIN_GPUS, run_ring_lab
 
 router = APIRouter(prefix="/api/labs", tags=["labs"])
@@ -106,13 +112,6 @@ class MemoryRequest(BaseModel):
         return _count(v)
 
 
-class MemoryPartOut(BaseModel):
-    name: str
-    label: str
-    bytes_per_param: float
-    bytes: float
-
-
 class SceneMemoryPart(BaseModel):
     name: str
     fraction: float
@@ -141,7 +140,7 @@ class MemoryResponse(BaseModel):
     gpus_to_serve: int
     training_bytes_per_param: float
     training_bytes: float
-    training_parts: list[MemoryPartOut]
+    training_parts: list[MemoryPart]
     gpus_to_fit_training: int
     training_bytes_fp32_grads: float
     gpus_to_fit_training_fp32_grads: int
@@ -236,43 +235,16 @@ class CostRequest(BaseModel):
         return _count(v)
 
 
-class CostInputsOut(BaseModel):
-    params: float
-    tokens: float
-    gpu: str
-    gpus: int
-    utilisation: float
-    peak_tflops: float
-    power_w: float
-    pue: float
-    price_per_gpu_hour: float
-    kwh_price: float
-
-
-class CostResponse(BaseModel):
-    inputs: CostInputsOut
-    flops: float
-    seconds: float
-    days: float
-    gpu_hours: float
-    energy_kwh: float
-    homes_for_a_year: float
-    rental_cost: float
-    electricity_cost: float
-    assumptions: list[str]
-    sources: list[str]
-
-
 def _cost(req: CostRequest) -> dict[str, Any]:
     return compute_cost(**req.model_dump()).to_dict()
 
 
-@router.get("/cost", response_model=CostResponse)
+@router.get("/cost", response_model=CostResult)
 def cost_get(req: Annotated[CostRequest, Query()]) -> dict[str, Any]:
     return _cost(req)
 
 
-@router.post("/cost", response_model=CostResponse)
+@router.post("/cost", response_model=CostResult)
 def cost_post(req: CostRequest) -> dict[str, Any]:
     return _cost(req)
 
