@@ -7,7 +7,6 @@ from the environment (for example TRAININGRUN_PORT=9000 or TRAININGRUN_TOKEN=...
 from __future__ import annotations
 
 import ipaddress
-import math
 from pathlib import Path
 
 from pydantic import Field, field_validator
@@ -81,10 +80,7 @@ class Settings(BaseSettings):
 
     @property
     def effective_batch_size(self) -> int:
-        """RunConfig's 32, or one sequence per GPU when there are more GPUs than that,
-        rounded up to a multiple of the GPU count so every GPU gets the same share."""
-        wanted = self.batch_size or max(RunConfig.batch_size, self.gpus)
-        return math.ceil(wanted / self.gpus) * self.gpus
+        return RunConfig.batch_for(self.gpus, self.batch_size)
 
     def run_config(self) -> RunConfig:
         return RunConfig(

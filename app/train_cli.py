@@ -68,7 +68,7 @@ def train_main(argv: list[str] | None = None) -> int:
     from app.engine.trainer import Trainer  # heavy import after argument errors
 
     args = build_parser().parse_args(argv)
-    batch = args.batch_size or max(RunConfig().batch_size, args.gpus)
+    batch = args.batch_size or RunConfig.batch_for(max(1, args.gpus))
     try:
         config = RunConfig(
             seed=args.seed,

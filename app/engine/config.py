@@ -87,6 +87,14 @@ class RunConfig:
         if problems:
             raise ValueError("; ".join(problems))
 
+    @classmethod
+    def batch_for(cls, gpus: int, requested: int | None = None) -> int:
+        """The global batch for `gpus` GPUs: the one asked for, else the default, or one
+        sequence per GPU when there are more GPUs than that; rounded up to a multiple of
+        the GPU count so every GPU gets the same share."""
+        wanted = requested or max(cls.batch_size, gpus)
+        return -(-wanted // gpus) * gpus
+
     @property
     def gpus_per_server(self) -> int:
         return self.gpus // self.servers
