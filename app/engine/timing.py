@@ -7,8 +7,9 @@ its slowest hop (bytes / link bandwidth + per-hop latency). Optimiser: a memory-
 over weights, gradients and Adam state at HBM bandwidth. Checkpoint: bytes written at the
 assumed storage bandwidth. Data: the batch copied host -> GPU over PCIe.
 
-Figures are from public datasheets (named per preset in `sources`); utilisation, latencies
-and storage bandwidth are assumptions, labelled as such.
+Per-GPU figures come from the GPU's datasheet entry in `hardware.py`; a preset adds only the
+cluster around it (GPUs per server, network, PCIe, storage), each named in `sources`.
+Utilisation, latencies and storage bandwidth are assumptions, labelled as such.
 """
 
 from __future__ import annotations
@@ -19,26 +20,51 @@ from typing import Any
 import numpy as np
 
 from .collectives import RingTrace
+from .hardware import A100_SXM_80GB, B200_HGX, H100_SXM, GpuDatasheet
 
 
 @dataclass(frozen=True)
 class HardwarePreset:
     name: str
     label: str
-    gpu: str
+    datasheet: GpuDatasheet  # every per-GPU figure: FLOP/s, memory, HBM, NVLink, power
     gpus_per_server: int
-    flops: float  # dense BF16 peak FLOP/s per GPU
     mfu: float  # assumed model FLOPs utilisation
-    memory_bytes: int  # HBM per GPU
-    hbm_bytes_per_s: float
-    nvlink_bytes_per_s: float  # per GPU, one direction
     network_bytes_per_s: float  # per GPU NIC, one direction
     pcie_bytes_per_s: float
     storage_bytes_per_s: float  # checkpoint writes, per server (assumption)
     latency_s: dict[str, float]  # per hop, by link kind (assumption)
-    power_w: float  # GPU board power
-    sources: list[str] = field(default_factory=list)
+    system_sources: list[str] = field(default_factory=list)  # for the cluster-level figures
     assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def gpu(self) -> str:
+        return self.datasheet.label
+
+    @property
+    def flops(self) -> float:
+        """Dense BF16 peak FLOP/s per GPU."""
+        return self.datasheet.bf16_flops
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.datasheet.memory_bytes
+
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        return self.datasheet.hbm_bytes_per_s
+
+    @property
+    def nvlink_bytes_per_s(self) -> float:
+        return self.datasheet.nvlink_bytes_per_s
+
+    @property
+    def power_w(self) -> float:
+        return self.datasheet.power_w
+
+    @property
+    def sources(self) -> list[str]:
+        return [self.datasheet.source, *self.system_sources]
 
     def link_bandwidth(self, kind: str) -> float:
         return self.nvlink_bytes_per_s if kind == "nvlink" else self.network_bytes_per_s
@@ -55,21 +81,14 @@ PRESETS: dict[str, HardwarePreset] = {
     "h100": HardwarePreset(
         name="h100",
         label="H100-class cluster (8x H100 SXM per server, 400 Gb/s per GPU)",
-        gpu="NVIDIA H100 SXM 80 GB",
+        datasheet=H100_SXM,
         gpus_per_server=8,
-        flops=989e12,  # H100 SXM dense BF16 Tensor Core
         mfu=0.40,
-        memory_bytes=80 * 10**9,
-        hbm_bytes_per_s=3.35e12,
-        nvlink_bytes_per_s=450e9,  # NVLink 4: 900 GB/s bidirectional per GPU
         network_bytes_per_s=50e9,  # ConnectX-7 NDR InfiniBand, 400 Gb/s per GPU
         pcie_bytes_per_s=64e9,  # PCIe Gen5 x16
         storage_bytes_per_s=10e9,
         latency_s={"nvlink": 2e-6, "leaf": 5e-6, "spine": 7e-6},
-        power_w=700.0,
-        sources=[
-            "NVIDIA H100 Tensor Core GPU datasheet (SXM: 989 TFLOPS BF16 dense, 80 GB HBM3 "
-            "at 3.35 TB/s, NVLink 900 GB/s, up to 700 W)",
+        system_sources=[
             "NVIDIA ConnectX-7 / Quantum-2 NDR InfiniBand: 400 Gb/s per port",
             "NVIDIA DGX H100 user guide: 8 GPUs per system, one 400 Gb/s NIC per GPU",
         ],
@@ -78,21 +97,14 @@ PRESETS: dict[str, HardwarePreset] = {
     "a100": HardwarePreset(
         name="a100",
         label="A100-class cluster (8x A100 SXM 80 GB per server, 200 Gb/s per GPU)",
-        gpu="NVIDIA A100 SXM 80 GB",
+        datasheet=A100_SXM_80GB,
         gpus_per_server=8,
-        flops=312e12,  # A100 dense BF16 Tensor Core
         mfu=0.40,
-        memory_bytes=80 * 10**9,
-        hbm_bytes_per_s=2.04e12,
-        nvlink_bytes_per_s=300e9,  # NVLink 3: 600 GB/s bidirectional per GPU
         network_bytes_per_s=25e9,  # HDR InfiniBand, 200 Gb/s per GPU
         pcie_bytes_per_s=32e9,  # PCIe Gen4 x16
         storage_bytes_per_s=5e9,
         latency_s={"nvlink": 2e-6, "leaf": 5e-6, "spine": 7e-6},
-        power_w=400.0,
-        sources=[
-            "NVIDIA A100 Tensor Core GPU datasheet (SXM 80 GB: 312 TFLOPS BF16 dense, "
-            "2,039 GB/s HBM2e, NVLink 600 GB/s, 400 W)",
+        system_sources=[
             "NVIDIA DGX A100 user guide: 8 GPUs, HDR 200 Gb/s InfiniBand per GPU",
         ],
         assumptions=_ASSUMPTIONS,
@@ -100,21 +112,16 @@ PRESETS: dict[str, HardwarePreset] = {
     "b200": HardwarePreset(
         name="b200",
         label="B200-class cluster (8x B200 per server, 400 Gb/s per GPU)",
-        gpu="NVIDIA B200 192 GB",
+        datasheet=B200_HGX,
         gpus_per_server=8,
-        flops=2.25e15,  # HGX B200: 18 PFLOPS dense FP16/BF16 per 8 GPUs
         mfu=0.40,
-        memory_bytes=192 * 10**9,
-        hbm_bytes_per_s=8e12,
-        nvlink_bytes_per_s=900e9,  # NVLink 5: 1.8 TB/s bidirectional per GPU
         network_bytes_per_s=50e9,  # 400 Gb/s per GPU
         pcie_bytes_per_s=64e9,
         storage_bytes_per_s=20e9,
         latency_s={"nvlink": 2e-6, "leaf": 5e-6, "spine": 7e-6},
-        power_w=1000.0,
-        sources=[
-            "NVIDIA HGX B200 specifications (8 GPUs: 18 PFLOPS FP16/BF16 dense, 1.44 TB HBM3e "
-            "at 64 TB/s, NVLink 1.8 TB/s per GPU, ~1,000 W per GPU)",
+        system_sources=[
+            "NVIDIA DGX B200 specifications: 8 GPUs per system, 8x ConnectX-7 at 400 Gb/s "
+            "(one per GPU)",
         ],
         assumptions=_ASSUMPTIONS,
     ),
@@ -132,12 +139,29 @@ def get_preset(name: str) -> HardwarePreset:
 
 
 def preset_info(name: str) -> dict[str, Any]:
-    """The preset as plain data for the wire and the docs."""
+    """The preset as plain data for the wire and the docs: one flat record, the datasheet's
+    figures next to the cluster's, as the HUD reads them."""
     p = get_preset(name)
-    d = asdict(p)
-    d["nvlink_gbps"] = p.nvlink_bytes_per_s / 1e9
-    d["network_gbps"] = p.network_bytes_per_s / 1e9
-    return d
+    return {
+        "name": p.name,
+        "label": p.label,
+        "gpu": p.gpu,
+        "gpus_per_server": p.gpus_per_server,
+        "flops": p.flops,
+        "mfu": p.mfu,
+        "memory_bytes": p.memory_bytes,
+        "hbm_bytes_per_s": p.hbm_bytes_per_s,
+        "nvlink_bytes_per_s": p.nvlink_bytes_per_s,
+        "network_bytes_per_s": p.network_bytes_per_s,
+        "pcie_bytes_per_s": p.pcie_bytes_per_s,
+        "storage_bytes_per_s": p.storage_bytes_per_s,
+        "latency_s": dict(p.latency_s),
+        "power_w": p.power_w,
+        "sources": p.sources,
+        "assumptions": list(p.assumptions),
+        "nvlink_gbps": p.nvlink_bytes_per_s / 1e9,
+        "network_gbps": p.network_bytes_per_s / 1e9,
+    }
 
 
 @dataclass
@@ -177,12 +201,20 @@ def step_cost(
     return StepCost(data, forward, backward, allreduce, optimizer, checkpoint)
 
 
-def ring_time(preset: HardwarePreset, trace: RingTrace) -> float:
-    """Sum over passes of the slowest hop: bytes / link bandwidth + per-hop latency."""
+def ring_pass_times(preset: HardwarePreset, trace: RingTrace) -> np.ndarray:
+    """Seconds for each pass: its slowest hop, bytes / link bandwidth + per-hop latency.
+
+    Every GPU sends at once and the next pass needs what this one delivered, so a pass
+    lasts as long as its slowest hop: in a real ring the slowest link sets the pace."""
     if not trace.passes:
-        return 0.0
+        return np.zeros(0)
     kinds = ["nvlink" if k == "link" else k for k in trace.links]
     bandwidth = np.asarray([preset.link_bandwidth(k) for k in kinds])
     latency = np.asarray([preset.latency_s.get(k, 0.0) for k in kinds])
     per_hop = np.stack([p.nbytes for p in trace.passes]) / bandwidth + latency  # (passes, G)
-    return float(per_hop.max(axis=1).sum())
+    return per_hop.max(axis=1)
+
+
+def ring_time(preset: HardwarePreset, trace: RingTrace) -> float:
+    """The whole ring all-reduce: the sum of its passes."""
+    return float(ring_pass_times(preset, trace).sum())

@@ -1,9 +1,10 @@
-"""Public figures for the GPUs and number formats the concept labs reason about.
+"""The GPUs and number formats the concept labs reason about.
 
-Every figure names where it comes from. Memory and peak throughput are from NVIDIA's public
-datasheets; board power is the maximum thermal design power (TDP) of the SXM part; rental
-prices are rough 2026 cloud on-demand figures, labelled as such wherever they are shown.
-Memory is in decimal gigabytes (1 GB = 1e9 bytes), as the datasheets count it.
+The GPU figures (memory, peak throughput, board power and the document they come from) are
+the engine's datasheet entries in app/engine/hardware.py, the same ones the simulated cluster
+runs on; this module only picks which GPUs the calculators offer and adds what is theirs
+alone: a rough rental price, labelled as such wherever it is shown. Memory is in decimal
+gigabytes (1 GB = 1e9 bytes) and throughput in TFLOP/s, as the datasheets count them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from app.engine.hardware import (
+    A100_SXM_40GB,
+    A100_SXM_80GB,
+    B200_HGX,
+    H100_SXM,
+    H200_SXM,
+    GpuDatasheet,
+)
+
 GB = 1e9
+TFLOPS = 1e12
 
 # Bytes per number for each precision the calculator offers.
 PRECISIONS: dict[str, float] = {
@@ -33,6 +44,8 @@ PRECISION_LABELS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class GpuSpec:
+    """One GPU choice, in the units the calculators show; also the options API's item."""
+
     id: str
     label: str
     memory_gb: float  # on-package HBM, decimal GB
@@ -41,63 +54,40 @@ class GpuSpec:
     price_per_hour: float  # rough 2026 on-demand rental, USD per GPU-hour
     source: str
 
+    @classmethod
+    def of(cls, id: str, sheet: GpuDatasheet, price_per_hour: float) -> GpuSpec:
+        return cls(
+            id=id,
+            label=sheet.label,
+            memory_gb=sheet.memory_bytes / GB,
+            bf16_tflops=sheet.bf16_flops / TFLOPS,
+            power_w=sheet.power_w,
+            price_per_hour=price_per_hour,
+            source=sheet.source,
+        )
+
+    @property
+    def datasheet(self) -> GpuDatasheet:
+        return GPU_DATASHEETS[self.id]
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+# id -> (datasheet, rough 2026 on-demand rental in USD per GPU-hour). The ids are part of the
+# API and the page; each names the memory a job gets on that GPU.
+_CHOICES: dict[str, tuple[GpuDatasheet, float]] = {
+    "a100-40gb": (A100_SXM_40GB, 1.2),
+    "a100-80gb": (A100_SXM_80GB, 1.5),
+    "h100-80gb": (H100_SXM, 2.5),
+    "h200-141gb": (H200_SXM, 3.5),
+    "b200-180gb": (B200_HGX, 5.0),
+}
+
+GPU_DATASHEETS: dict[str, GpuDatasheet] = {id: sheet for id, (sheet, _) in _CHOICES.items()}
+
 GPUS: dict[str, GpuSpec] = {
-    g.id: g
-    for g in (
-        GpuSpec(
-            id="a100-40gb",
-            label="NVIDIA A100 40 GB",
-            memory_gb=40,
-            bf16_tflops=312,
-            power_w=400,
-            price_per_hour=1.2,
-            source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 40 GB: 312 TFLOPS BF16, 400 W)",
-        ),
-        GpuSpec(
-            id="a100-80gb",
-            label="NVIDIA A100 80 GB",
-            memory_gb=80,
-            bf16_tflops=312,
-            power_w=400,
-            price_per_hour=1.5,
-            source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 80 GB: 312 TFLOPS BF16, 400 W)",
-        ),
-        GpuSpec(
-            id="h100-80gb",
-            label="NVIDIA H100 80 GB",
-            memory_gb=80,
-            bf16_tflops=989,
-            power_w=700,
-            price_per_hour=2.5,
-            source="NVIDIA H100 Tensor Core GPU datasheet (SXM5: 989 TFLOPS dense BF16, 700 W)",
-        ),
-        GpuSpec(
-            id="h200-141gb",
-            label="NVIDIA H200 141 GB",
-            memory_gb=141,
-            bf16_tflops=989,
-            power_w=700,
-            price_per_hour=3.5,
-            source="NVIDIA H200 Tensor Core GPU datasheet (SXM: 141 GB HBM3e, 989 TFLOPS dense BF16, 700 W)",  # noqa: E501
-        ),
-        GpuSpec(
-            id="b200-192gb",
-            label="NVIDIA B200 192 GB",
-            memory_gb=192,
-            bf16_tflops=2250,
-            power_w=1000,
-            price_per_hour=5.0,
-            source=(
-                "NVIDIA Blackwell B200 launch specifications (192 GB HBM3e; HGX B200 systems "
-                "expose 180 GB per GPU), HGX B200 datasheet (2.25 PFLOPS dense BF16 per GPU, "
-                "1000 W)"
-            ),
-        ),
-    )
+    id: GpuSpec.of(id, sheet, price) for id, (sheet, price) in _CHOICES.items()
 }
 
 PRICE_NOTE = "Rental prices are rough 2026 on-demand cloud figures; real contracts vary widely."

@@ -23,7 +23,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .hardware import GB, GPUS, PRECISIONS, parse_count
+from .hardware import GPUS, PRECISIONS, parse_count
 
 SERVE_OVERHEAD = 0.20
 USABLE_FRACTION = 0.90
@@ -63,6 +63,22 @@ class MemoryPart:
 
 
 @dataclass
+class SceneMemoryPart:
+    name: str  # weights, grads or optimizer, as in the live model's memory account
+    fraction: float  # of one GPU's usable memory
+
+
+@dataclass
+class SceneMemoryCase:
+    """What the browser passes to store.set('memoryCase', ...) for the GPU memory walls."""
+
+    label: str
+    fraction: float
+    parts: list[SceneMemoryPart]
+    fits: bool
+
+
+@dataclass
 class MemoryResult:
     params: float
     precision: str
@@ -86,24 +102,31 @@ class MemoryResult:
     fits_one_gpu: bool
     rules: list[str]
     source: str
+    # The same one-GPU case, in the shape the 3D scene's memory walls read.
+    memory_case: SceneMemoryCase
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def memory_case(self) -> dict[str, Any]:
-        """The shape the 3D scene's memory walls read from store.state.memoryCase."""
-        total = self.training_bytes
-        return {
-            "label": f"{format_count(self.params)} params, training on one {self.gpu_label}",
-            "fraction": self.one_gpu_fraction,
-            # Named like the live memory account (weights, grads, optimizer) so the walls
-            # colour a calculator case the same way as the tiny model's own memory.
-            "parts": [
-                {"name": name, "fraction": self.one_gpu_fraction * b / total}
-                for name, b in _scene_parts(self.training_parts).items()
-            ],
-            "fits": self.fits_one_gpu,
-        }
+
+def _memory_case(
+    params: float,
+    gpu_label: str,
+    parts: list[MemoryPart],
+    total: float,
+    fraction: float,
+    fits: bool,
+) -> SceneMemoryCase:
+    return SceneMemoryCase(
+        label=f"{format_count(params)} params, training on one {gpu_label}",
+        fraction=fraction,
+        # Named like the live memory account (weights, grads, optimizer) so the walls
+        # colour a calculator case the same way as the tiny model's own memory.
+        parts=[
+            SceneMemoryPart(name, fraction * b / total) for name, b in _scene_parts(parts).items()
+        ],
+        fits=fits,
+    )
 
 
 def _scene_parts(parts: list[MemoryPart]) -> dict[str, float]:
@@ -131,7 +154,7 @@ def compute_memory(params: float | str, precision: str, gpu: str) -> MemoryResul
         raise FieldError("gpu", f"unknown GPU {gpu!r}; use {list(GPUS)}")
     spec = GPUS[gpu]
     bpp = PRECISIONS[precision]
-    capacity = spec.memory_gb * GB
+    capacity = float(spec.datasheet.memory_bytes)
     usable = capacity * USABLE_FRACTION
     weights = n * bpp
     serve = weights * (1 + SERVE_OVERHEAD)
@@ -139,6 +162,7 @@ def compute_memory(params: float | str, precision: str, gpu: str) -> MemoryResul
     training = n * TRAINING_BYTES_PER_PARAM
     training18 = n * FP32_GRADS_BYTES_PER_PARAM
     fraction = training / usable
+    fits = fraction <= 1.0
     return MemoryResult(
         params=n,
         precision=precision,
@@ -158,9 +182,10 @@ def compute_memory(params: float | str, precision: str, gpu: str) -> MemoryResul
         training_bytes_fp32_grads=training18,
         gpus_to_fit_training_fp32_grads=gpus_needed(training18, usable),
         one_gpu_fraction=fraction,
-        fits_one_gpu=fraction <= 1.0,
+        fits_one_gpu=fits,
         rules=RULES,
         source=spec.source,
+        memory_case=_memory_case(n, spec.label, parts, training, fraction, fits),
     )
 
 

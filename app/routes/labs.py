@@ -25,15 +25,16 @@ from app.labs.hardware import (
     PRECISION_LABELS,
     PRECISIONS,
     PRICE_NOTE,
+    GpuSpec,
     parse_count,
 )
-from app.labs.memory import RULES, USABLE_FRACTION, MemoryPart, compute_memory
+from app.labs.memory import RULES, USABLE_FRACTION, MemoryResult, compute_memory
 from app.labs.ringlab import MAX_GPUS, MIN_GPUS, run_ring_lab
 
 router = APIRouter(prefix="/api/labs", tags=["labs"])
 
 PrecisionId = Literal["fp32", "bf16", "fp16", "fp8", "int4"]
-GpuId = Literal["a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb", "b200-192gb"]
+GpuId = Literal["a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb", "b200-180gb"]
 # The Literals give precise 422s and a schema listing the choices; tests check they match
 # the tables in app/labs/hardware.py.
 
@@ -112,68 +113,18 @@ class MemoryRequest(BaseModel):
         return _count(v)
 
 
-class SceneMemoryPart(BaseModel):
-    name: str
-    fraction: float
-
-
-class SceneMemoryCase(BaseModel):
-    """What the browser passes to store.set('memoryCase', ...) for the GPU memory walls."""
-
-    label: str
-    fraction: float
-    parts: list[SceneMemoryPart]
-    fits: bool
-
-
-class MemoryResponse(BaseModel):
-    params: float
-    precision: str
-    bytes_per_param: float
-    gpu: str
-    gpu_label: str
-    gpu_memory_bytes: float
-    usable_fraction: float
-    usable_bytes_per_gpu: float
-    weights_bytes: float
-    serve_bytes: float
-    gpus_to_serve: int
-    training_bytes_per_param: float
-    training_bytes: float
-    training_parts: list[MemoryPart]
-    gpus_to_fit_training: int
-    training_bytes_fp32_grads: float
-    gpus_to_fit_training_fp32_grads: int
-    one_gpu_fraction: float
-    fits_one_gpu: bool
-    rules: list[str]
-    source: str
-    memory_case: SceneMemoryCase
-
-
 def _memory(req: MemoryRequest) -> dict[str, Any]:
-    r = compute_memory(req.params, req.precision, req.gpu)
-    return {**r.to_dict(), "memory_case": r.memory_case()}
+    return compute_memory(req.params, req.precision, req.gpu).to_dict()
 
 
-@router.get("/memory", response_model=MemoryResponse)
+@router.get("/memory", response_model=MemoryResult)
 def memory_get(req: Annotated[MemoryRequest, Query()]) -> dict[str, Any]:
     return _memory(req)
 
 
-@router.post("/memory", response_model=MemoryResponse)
+@router.post("/memory", response_model=MemoryResult)
 def memory_post(req: MemoryRequest) -> dict[str, Any]:
     return _memory(req)
-
-
-class GpuOption(BaseModel):
-    id: str
-    label: str
-    memory_gb: float
-    bf16_tflops: float
-    power_w: float
-    price_per_hour: float
-    source: str
 
 
 class PrecisionOption(BaseModel):
@@ -185,7 +136,7 @@ class PrecisionOption(BaseModel):
 class LabOptions(BaseModel):
     models: dict[str, float]
     precisions: list[PrecisionOption]
-    gpus: list[GpuOption]
+    gpus: list[GpuSpec]
     usable_fraction: float
     rules: list[str]
     price_note: str

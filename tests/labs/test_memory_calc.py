@@ -58,10 +58,13 @@ def test_lower_precision_needs_fewer_gpus_to_serve() -> None:
 
 def test_bigger_gpu_needs_fewer_gpus() -> None:
     a = compute_memory("70B", "bf16", "a100-40gb")
-    b = compute_memory("70B", "bf16", "b200-192gb")
+    b = compute_memory("70B", "bf16", "b200-180gb")
     assert a.gpus_to_fit_training == math.ceil(1120 / 36)
-    assert b.gpus_to_fit_training == math.ceil(1120 / (192 * 0.9))
-    assert a.gpus_to_serve > b.gpus_to_serve == 1
+    # HGX B200 exposes 180 GB per GPU (1.44 TB over 8): 162 GB usable, so 7 GPUs.
+    assert b.gpu_memory_bytes == 180 * GB
+    assert b.gpus_to_fit_training == math.ceil(1120 / (180 * 0.9)) == 7
+    # Serving 70B in bf16 takes 168 GB, just over one HGX B200's 162 GB usable.
+    assert a.gpus_to_serve > b.gpus_to_serve == 2
 
 
 @pytest.mark.parametrize("gpu", list(GPUS))
@@ -72,14 +75,15 @@ def test_usable_memory_is_90_percent_of_datasheet(gpu: str) -> None:
 
 
 def test_memory_case_for_the_scene() -> None:
-    big = compute_memory("70B", "bf16", "h100-80gb").memory_case()
-    assert big["fits"] is False
-    assert big["fraction"] == pytest.approx(1120 / 72)
-    assert {p["name"] for p in big["parts"]} == {"weights", "grads", "optimizer"}
-    assert sum(p["fraction"] for p in big["parts"]) == pytest.approx(big["fraction"])
-    small = compute_memory("1B", "bf16", "h100-80gb").memory_case()
-    assert small["fits"] is True
-    assert small["fraction"] == pytest.approx(16 / 72)
+    big = compute_memory("70B", "bf16", "h100-80gb").memory_case
+    assert big.fits is False
+    assert big.fraction == pytest.approx(1120 / 72)
+    assert {p.name for p in big.parts} == {"weights", "grads", "optimizer"}
+    assert sum(p.fraction for p in big.parts) == pytest.approx(big.fraction)
+    assert big.label == "70B params, training on one NVIDIA H100 SXM 80 GB"
+    small = compute_memory("1B", "bf16", "h100-80gb").memory_case
+    assert small.fits is True
+    assert small.fraction == pytest.approx(16 / 72)
 
 
 @pytest.mark.parametrize(

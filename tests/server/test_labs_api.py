@@ -7,13 +7,15 @@ tests/web/test_labs.py exercise the same routes through the real server.
 from __future__ import annotations
 
 import typing
+from dataclasses import fields
 
 import numpy as np
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.labs.hardware import GPUS, PRECISIONS
+from app.labs.hardware import GPUS, PRECISIONS, GpuSpec
+from app.labs.memory import MemoryResult, compute_memory
 from app.routes import labs
 
 
@@ -41,7 +43,25 @@ def test_memory_70b(client: TestClient) -> None:
         assert d["training_bytes"] == pytest.approx(1.12e12)
         assert d["gpus_to_fit_training"] == 16
         assert d["memory_case"]["fits"] is False
+        assert d["memory_case"]["fraction"] == pytest.approx(1120 / 72)
+        assert {p["name"] for p in d["memory_case"]["parts"]} == {"weights", "grads", "optimizer"}
         assert d["rules"] and "datasheet" in d["source"]
+
+
+def test_memory_answer_is_the_calculators_result(client: TestClient) -> None:
+    d = client.get("/api/labs/memory", params={"params": "70B"}).json()
+    assert d == compute_memory("70B", "bf16", "h100-80gb").to_dict()
+    schema = client.get("/openapi.json").json()["components"]["schemas"]
+    assert list(schema["MemoryResult"]["properties"]) == [f.name for f in fields(MemoryResult)]
+    assert list(schema["GpuSpec"]["properties"]) == [f.name for f in fields(GpuSpec)]
+
+
+def test_memory_on_b200_uses_the_hgx_180_gb(client: TestClient) -> None:
+    # NVIDIA HGX B200: 1.44 TB over 8 GPUs = 180 GB each, 162 GB usable at 90%.
+    d = client.post("/api/labs/memory", json={"params": "70B", "gpu": "b200-180gb"}).json()
+    assert d["gpu_memory_bytes"] == 180e9
+    assert d["gpus_to_fit_training"] == 7  # 1120 / 162 = 6.9
+    assert d["gpu_label"] == "NVIDIA B200 (HGX, 180 GB)"
 
 
 def test_memory_changes_with_precision_and_gpu(client: TestClient) -> None:
@@ -111,6 +131,9 @@ def test_cost(client: TestClient) -> None:
 def test_options_and_content(client: TestClient) -> None:
     o = client.get("/api/labs/options").json()
     assert [g["id"] for g in o["gpus"]] == list(GPUS)
+    assert o["gpus"] == [g.to_dict() for g in GPUS.values()]
+    b200 = next(g for g in o["gpus"] if g["id"] == "b200-180gb")
+    assert (b200["memory_gb"], b200["bf16_tflops"], b200["power_w"]) == (180, 2250, 1000)
     assert o["usable_fraction"] == 0.9
     c = client.get("/api/labs/content").json()
     assert len(c["swap_cards"]) == 4 and len(c["questions"]) >= 2

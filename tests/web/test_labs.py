@@ -122,9 +122,9 @@ def test_memory_calculator_drives_the_memory_walls(page_at, web) -> None:
     page.wait_for_function(
         "document.querySelector('#lab-memory .mem-outs').innerText.includes('35 GB')"
     )
-    page.locator("#lab-memory .chip[data-group=gpu][data-value='b200-192gb']").click()
+    page.locator("#lab-memory .chip[data-group=gpu][data-value='b200-180gb']").click()
     page.wait_for_function(
-        "Math.abs(window.trainingRunLabs.memoryCase.fraction - 1120 / (192 * 0.9)) < 1e-6"
+        "Math.abs(window.trainingRunLabs.memoryCase.fraction - 1120 / (180 * 0.9)) < 1e-6"
     )
     assert re.search(r"GPUs just to fit training\s*7\b", outs.inner_text())
 
