@@ -2,33 +2,84 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 # The model's matrices are small: BLAS threads cost more in hand-offs than they gain, and on a
 # small machine they fight the server for cores. Set before numpy is first imported.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+PROG = "trainingrun"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, `trainingrun CMD: message`, exit status 2:
+    the usage block argparse prints first would bury the one thing that went wrong."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message}\n")
+
+
+def _serve(argv: list[str]) -> int:
+    from app.serve_cli import serve_main
+
+    return serve_main(argv)
+
+
+def _train(argv: list[str]) -> int:
+    from app.train_cli import train_main
+
+    return train_main(argv)
+
+
+def _memory(argv: list[str]) -> int:
+    from app.labs.cli import memory_main
+
+    return memory_main(argv)
+
+
+# name -> (one line for `trainingrun --help`, entry point); the first is the default.
+COMMANDS: dict[str, tuple[str, Callable[[list[str]], int]]] = {
+    "serve": ("serve the live training run on a web page (the default)", _serve),
+    "train": ("train headless: a progress bar, or JSON lines with --json", _train),
+    "memory": ("how much GPU memory a model needs to serve and to train", _memory),
+}
+
+
+def help_text() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = [
+        f"usage: {PROG} [COMMAND] [OPTIONS]",
+        "",
+        "A real, small training run on a simulated GPU cluster, drawn live in the browser.",
+        "",
+        "commands:",
+        *(f"  {name.ljust(width)}  {summary}" for name, (summary, _) in COMMANDS.items()),
+        "",
+        f"With no command, or with options only (e.g. `{PROG} --port 9000`), {PROG} serves.",
+        f"`{PROG} COMMAND --help` lists a command's options.",
+    ]
+    return "\n".join(lines)
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = argv[0] if argv and not argv[0].startswith("-") else "serve"
-    rest = argv[1:] if argv and argv[0] == command else argv
-    if command == "serve":
-        from app.server import serve_main
-
-        return serve_main(rest)
-    if command == "train":
-        from app.train_cli import train_main
-
-        return train_main(rest)
-    if command == "memory":
-        from app.labs.cli import memory_main
-
-        return memory_main(rest)
-    print(f"trainingrun: unknown command {command!r} (try serve, train or memory)", file=sys.stderr)
-    return 2
+    if argv and argv[0] in ("-h", "--help"):
+        print(help_text())
+        return 0
+    if argv and not argv[0].startswith("-"):
+        command, rest = argv[0], argv[1:]
+    else:
+        command, rest = "serve", argv
+    if command not in COMMANDS:
+        names = ", ".join(COMMANDS)
+        print(f"{PROG}: unknown command {command!r} (try {names}, or --help)", file=sys.stderr)
+        return 2
+    return COMMANDS[command][1](rest)
 
 
 if __name__ == "__main__":

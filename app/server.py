@@ -1,4 +1,5 @@
-"""The web server: `create_app(settings)` builds the FastAPI app, `serve_main` runs it.
+"""The web server: `create_app(settings)` builds the FastAPI app (`trainingrun serve`, in
+app/serve_cli.py, runs it).
 
 The app serves the page and its files (gzip-compressed, with cache headers), REST under
 /api, the live stream on /ws and the OpenAPI docs on /docs. Its lifespan starts the training
@@ -7,16 +8,13 @@ worker and, on the way out, stops it after a final checkpoint, so a restart redo
 
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
-import threading
-import webbrowser
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -24,8 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.history import History
 from app.hub import Hub
 from app.paths import STATIC_DIR
-from app.protocol import parse_speed
-from app.routes import http, ws
+from app.routes import http, traces, ws
 from app.runner import Runner
 from app.security import BucketsByKey, Guard
 from app.settings import Settings
@@ -78,7 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             queue_limit=settings.client_queue_limit,
             send_timeout_s=settings.send_timeout_s,
         )
-        runner = Runner(settings, hub, history)
+        runner = Runner(settings.runner_options(), hub, history)
         app.state.hub, app.state.history, app.state.runner = hub, history, runner
         await runner.start()
         try:
@@ -93,84 +90,42 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="A real, small training run on a simulated GPU cluster, streamed live.",
         version="0.1.0",
         lifespan=lifespan,
+        # FastAPI's own docs pages load Swagger UI and ReDoc from a CDN; /docs is served
+        # below from the vendored copy instead, so it works offline.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.guard = guard
     app.state.rest_buckets = BucketsByKey(settings.control_rate, settings.control_burst)
     app.include_router(http.router)
     app.include_router(ws.router)
+    app.include_router(traces.router)
     if _labs is not None:
         app.include_router(_labs.router)
+    _add_docs(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
     app.add_middleware(CacheHeaders)
     app.add_middleware(GZipMiddleware, minimum_size=500)
     return app
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="trainingrun serve",
-        description="Serve the live training run (settings also from TRAININGRUN_* variables).",
-    )
-    p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port (default 8000; 0 picks a free one)")
-    p.add_argument("--run-dir", help="data lake, checkpoints, runs.sqlite (./runs/default)")
-    p.add_argument("--preset", help="simulated hardware: h100, a100 or b200")
-    p.add_argument("--gpus", type=int, help="simulated GPUs in total (default 32)")
-    p.add_argument("--servers", type=int, help="servers they are spread over (default 4)")
-    p.add_argument("--seed", type=int, help="the run's seed (default 0)")
-    p.add_argument("--batch-size", type=int, help="global batch (default 128, or one per GPU)")
-    p.add_argument("--checkpoint-every", type=int, help="steps between checkpoints (50)")
-    p.add_argument("--speed", help="lesson (a step every 2 s), max, or steps per second")
-    p.add_argument("--fresh", action="store_true", default=None, help="start a new run")
-    p.add_argument("--open", dest="open_browser", action="store_true", default=None)
-    p.add_argument("--token", help="presenter token needed for controls on a public server")
-    p.add_argument(
-        "--public", action="store_true", default=None, help="require the token even on loopback"
-    )
-    p.add_argument("--rest-after", dest="rest_after_s", type=float, help="idle seconds (0: never)")
-    p.add_argument("--max-fps", type=float, help="most step frames per second to each viewer")
-    p.add_argument("--log-level", help="uvicorn log level (info)")
-    return p
+SWAGGER_UI = "/static/vendor/swagger-ui"
 
 
-def settings_from_args(argv: list[str]) -> Settings:
-    args = build_parser().parse_args(argv)
-    given: dict[str, Any] = {k: v for k, v in vars(args).items() if v is not None}
-    if "speed" in given:
-        try:
-            given["speed"] = parse_speed(given["speed"])
-        except ValueError as exc:
-            build_parser().error(str(exc))
-    return Settings(**given)
+def _add_docs(app: FastAPI) -> None:
+    """Swagger UI on /docs from the vendored swagger-ui-dist (see static/vendor/README.md)."""
 
-
-def serve_main(argv: list[str] | None = None) -> int:
-    import uvicorn
-
-    settings = settings_from_args(list(sys.argv[1:] if argv is None else argv))
-    app = create_app(settings)
-    guard: Guard = app.state.guard
-    shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
-    url = f"http://{shown}:{settings.port}/"
-    print(f"Training Run: {url}  (run dir {settings.run_dir})", flush=True)
-    if guard.public:
-        print(f"Public server: anyone can watch; to control open {url}?token={guard.token}")
-    if settings.open_browser:
-        threading.Timer(1.5, webbrowser.open, args=(url,)).start()
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        ws_max_size=WS_MAX_SIZE,
-        # Frames are serialised once and sent to every viewer as they are; per-message
-        # compression would redo that work for each viewer and each frame.
-        ws_per_message_deflate=False,
-        timeout_graceful_shutdown=5,
-    )
-    try:
-        uvicorn.Server(config).run()
-    except KeyboardInterrupt:
-        pass  # uvicorn re-raises Ctrl+C after its clean shutdown; that is a normal exit
-    return 0
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title} - API docs",
+            swagger_js_url=f"{SWAGGER_UI}/swagger-ui-bundle.js",
+            swagger_css_url=f"{SWAGGER_UI}/swagger-ui.css",
+            swagger_favicon_url=f"{SWAGGER_UI}/favicon-32x32.png",
+            # The API has no OAuth flows, so no /docs/oauth2-redirect page either.
+            oauth2_redirect_url=None,
+            # Swagger UI would otherwise ask validator.swagger.io for a badge.
+            swagger_ui_parameters={"validatorUrl": None},
+        )

@@ -135,3 +135,15 @@ def live_server_module(
     yield _starter(tmp_path_factory.mktemp("live"), started)
     for srv in started:
         srv.stop()
+
+
+WEB_TESTS = ROOT / "tests" / "web"
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects, so the mark counts
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test under tests/web/ drives a real browser: marked `browser`, so that
+    `pytest -m "not browser"` runs all the others (fast) and `-m browser` only these."""
+    for item in items:
+        if item.path.is_relative_to(WEB_TESTS):
+            item.add_marker(pytest.mark.browser)

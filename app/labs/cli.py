@@ -9,18 +9,29 @@ import argparse
 import json
 import sys
 
+from app.cli import CommandParser
+
 from .hardware import GPUS, PRECISIONS
 from .memory import FieldError, MemoryResult, compute_memory, format_bytes, format_count
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="trainingrun memory",
         description="How much GPU memory a model needs to serve and to train.",
     )
-    p.add_argument("--params", default="70B", help="model size, e.g. 7B, 70B, 1T or 7e9")
-    p.add_argument("--precision", default="bf16", choices=list(PRECISIONS))
-    p.add_argument("--gpu", default="h100-80gb", choices=list(GPUS))
+    p.add_argument(
+        "--params", default="70B", help="model size, e.g. 7B, 70B, 1T or 7e9 (default 70B)"
+    )
+    p.add_argument(
+        "--precision",
+        default="bf16",
+        choices=list(PRECISIONS),
+        help="number format of the weights (default bf16)",
+    )
+    p.add_argument(
+        "--gpu", default="h100-80gb", choices=list(GPUS), help="GPU model (default h100-80gb)"
+    )
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     return p
 

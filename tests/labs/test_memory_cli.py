@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from app.cli import main
+from app.labs.cli import _parser
 
 
 def test_table(capsys) -> None:
@@ -24,3 +27,21 @@ def test_json(capsys) -> None:
 def test_bad_size_is_an_error(capsys) -> None:
     assert main(["memory", "--params", "0"]) == 2
     assert "--params" in capsys.readouterr().err
+
+
+def test_help_lists_every_option_with_its_help(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["memory", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    for action in _parser()._actions:
+        assert action.help, f"{action.option_strings} has no help text"
+        assert action.option_strings[-1] in out
+
+
+def test_bad_choice_is_one_line(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["memory", "--gpu", "h100-8gb"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("trainingrun memory: ") and "--gpu" in err

@@ -1,0 +1,176 @@
+"""`trainingrun serve`: command-line options and TRAININGRUN_* variables -> Settings, then
+the app (app/server.py) on uvicorn. Every bad value is a one-line error naming the option or
+the variable it came from."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import webbrowser
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.cli import CommandParser
+from app.engine.config import RunConfig
+from app.engine.timing import PRESETS
+from app.protocol import parse_speed
+from app.security import Guard
+from app.server import WS_MAX_SIZE, create_app
+from app.settings import Settings
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")  # uvicorn's
+
+
+def _default(name: str) -> Any:
+    return Settings.model_fields[name].default
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = CommandParser(
+        prog="trainingrun serve",
+        description="Serve the live training run on a web page. Every option can also be set "
+        "as a TRAININGRUN_* environment variable (e.g. TRAININGRUN_PORT=9000); the defaults "
+        "below are the built-in ones.",
+    )
+    p.add_argument("--host", help=f"address to listen on (default {_default('host')})")
+    p.add_argument(
+        "--port", type=int, help=f"port (default {_default('port')}; 0 picks a free one)"
+    )
+    p.add_argument(
+        "--run-dir", help=f"data lake, checkpoints, runs.sqlite (default ./{_default('run_dir')})"
+    )
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help=f"simulated GPU and network hardware (default {_default('preset')})",
+    )
+    p.add_argument("--gpus", type=int, help=f"simulated GPUs in all (default {_default('gpus')})")
+    p.add_argument(
+        "--servers",
+        type=int,
+        help=f"servers the GPUs are spread evenly over (default {_default('servers')})",
+    )
+    p.add_argument(
+        "--seed", type=int, help=f"the run's seed; same seed, same run (default {_default('seed')})"
+    )
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        help=f"global batch in sequences (default {RunConfig.batch_size}, or one per GPU)",
+    )
+    p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        help=f"steps between checkpoints, 0 for none (default {_default('checkpoint_every')})",
+    )
+    p.add_argument(
+        "--speed", help="lesson (a step every 2 s, the default), max, or steps per second"
+    )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        default=None,
+        help="start a new run, deleting the run dir's checkpoints (default: resume)",
+    )
+    p.add_argument(
+        "--open",
+        dest="open_browser",
+        action="store_true",
+        default=None,
+        help="open the page in the default web browser once the server is up",
+    )
+    p.add_argument("--token", help="presenter token needed for controls on a public server")
+    p.add_argument(
+        "--public", action="store_true", default=None, help="require the token even on loopback"
+    )
+    p.add_argument(
+        "--rest-after",
+        dest="rest_after_s",
+        type=float,
+        metavar="SECONDS",
+        help=f"stop stepping after this many seconds with no viewer, 0 never "
+        f"(default {_default('rest_after_s'):g})",
+    )
+    p.add_argument(
+        "--max-fps",
+        type=float,
+        help=f"most step frames per second sent to each viewer (default {_default('max_fps'):g})",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        help=f"server log level (default {_default('log_level')})",
+    )
+    return p
+
+
+def _settings_error(parser: argparse.ArgumentParser, exc: ValidationError, given: dict) -> str:
+    """One line naming each bad setting as the user gave it: an option or a variable."""
+    options = {a.dest: a.option_strings[-1] for a in parser._actions if a.option_strings}
+    problems = []
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err["loc"] else "settings"
+        if field in given and field in options:
+            where = options[field]
+        else:
+            where = f"TRAININGRUN_{field.upper()}"
+        problems.append(f"{where}: {err['msg']} (got {err.get('input')!r})")
+    return "; ".join(problems)
+
+
+def settings_from_args(argv: list[str]) -> Settings:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    given: dict[str, Any] = {k: v for k, v in vars(args).items() if v is not None}
+    if "speed" in given:
+        try:
+            given["speed"] = parse_speed(given["speed"])
+        except ValueError as exc:
+            parser.error(f"--speed: {exc}")
+    try:
+        settings = Settings(**given)
+    except ValidationError as exc:
+        parser.error(_settings_error(parser, exc, given))
+    # Settings from the environment skip argparse's choices; check them the same way.
+    if settings.preset not in PRESETS:
+        parser.error(f"preset must be one of {', '.join(sorted(PRESETS))}, not {settings.preset!r}")
+    if settings.log_level not in LOG_LEVELS:
+        parser.error(f"log level must be one of {', '.join(LOG_LEVELS)}")
+    try:
+        settings.run_config()  # the cluster's shape: gpus over servers, batch over gpus
+    except ValueError as exc:
+        parser.error(str(exc))
+    return settings
+
+
+def serve_main(argv: list[str] | None = None) -> int:
+    import uvicorn
+
+    settings = settings_from_args(list(sys.argv[1:] if argv is None else argv))
+    app = create_app(settings)
+    guard: Guard = app.state.guard
+    shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    url = f"http://{shown}:{settings.port}/"
+    print(f"Training Run: {url}  (run dir {settings.run_dir})", flush=True)
+    if guard.public:
+        print(f"Public server: anyone can watch; to control open {url}?token={guard.token}")
+    if settings.open_browser:
+        threading.Timer(1.5, webbrowser.open, args=(url,)).start()
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        ws_max_size=WS_MAX_SIZE,
+        # Frames are serialised once and sent to every viewer as they are; per-message
+        # compression would redo that work for each viewer and each frame.
+        ws_per_message_deflate=False,
+        timeout_graceful_shutdown=5,
+    )
+    try:
+        uvicorn.Server(config).run()
+    except KeyboardInterrupt:
+        pass  # uvicorn re-raises Ctrl+C after its clean shutdown; that is a normal exit
+    return 0
