@@ -38,6 +38,13 @@ CREATE TABLE IF NOT EXISTS steps (
     time REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS steps_run ON steps (run_id, seq);
+CREATE INDEX IF NOT EXISTS steps_run_step ON steps (run_id, step, seq);
+-- The step's trace (its lanes of timed events), zlib-compressed JSON; apart from `steps` so
+-- that reading the loss history never pages through traces.
+CREATE TABLE IF NOT EXISTS step_traces (
+    seq INTEGER PRIMARY KEY,
+    trace BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id TEXT NOT NULL,
@@ -118,10 +125,6 @@ class History:
         with self._lock:
             self._db.execute("UPDATE runs SET last_frame = ? WHERE run_id = ?", (frame, run_id))
 
-    def run_ids(self) -> list[str]:
-        with self._lock:
-            return [r[0] for r in self._db.execute("SELECT run_id FROM runs ORDER BY created")]
-
     # --- steps ----------------------------------------------------------------------------
 
     def next_seq(self) -> int:
@@ -130,9 +133,14 @@ class History:
         return int(top) + 1
 
     def add_step(
-        self, seq: int, run_id: str, figures: dict[str, Any], events: list[dict[str, Any]]
+        self,
+        seq: int,
+        run_id: str,
+        figures: dict[str, Any],
+        events: list[dict[str, Any]],
+        trace: bytes | None = None,
     ) -> None:
-        """One step and the events it carried, in one transaction."""
+        """One step, the events it carried and its compressed trace, in one transaction."""
         now = time.time()
         with self._lock, self._db:
             self._db.execute("BEGIN")
@@ -141,6 +149,8 @@ class History:
                 " sim_step_s, wall_step_s, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (seq, run_id, *(figures[k] for k in STEP_FIELDS), now),
             )
+            if trace is not None:
+                self._db.execute("INSERT INTO step_traces (seq, trace) VALUES (?, ?)", (seq, trace))
             for e in events:
                 self._insert_event(run_id, seq, e, now)
 
@@ -172,6 +182,22 @@ class History:
                     "SELECT seq, step, loss FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
                 )
             )
+
+    def step_trace(self, run_id: str, step: int) -> tuple[int, bytes] | None:
+        """(seq, compressed trace) of the latest recorded `step` of a run: after a rollback
+        a step number is trained again, and the newer attempt is the one on the timeline."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT s.seq, t.trace FROM steps s JOIN step_traces t ON t.seq = s.seq"
+                " WHERE s.run_id = ? AND s.step = ? ORDER BY s.seq DESC LIMIT 1",
+                (run_id, step),
+            ).fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]))
+
+    def run_config(self, run_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute("SELECT config FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else json.loads(row[0])
 
     def last_step(self, run_id: str) -> int | None:
         with self._lock:

@@ -6,6 +6,7 @@ from the environment (for example TRAININGRUN_PORT=9000 or TRAININGRUN_TOKEN=...
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.engine.config import RunConfig
 from app.protocol import parse_speed
+from app.runner import RunnerOptions
 
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
@@ -92,6 +94,19 @@ class Settings(BaseSettings):
             preset=self.preset,
             batch_size=self.effective_batch_size,
             checkpoint_every=self.checkpoint_every,
+        )
+
+    def runner_options(self) -> RunnerOptions:
+        """What the runner needs, as plain values: it never sees these settings."""
+        config_fields = {f.name for f in dataclasses.fields(RunConfig)}
+        return RunnerOptions(
+            run_dir=self.run_dir,
+            config=self.run_config(),
+            explicit=frozenset(self.model_fields_set & config_fields),
+            fresh=self.fresh,
+            speed=self.speed,
+            lesson_interval_s=self.lesson_interval_s,
+            rest_after_s=self.rest_after_s,
         )
 
     @property

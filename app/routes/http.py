@@ -33,9 +33,9 @@ async def health(request: Request) -> dict[str, Any]:
     return {
         "ok": runner.worker_alive,
         "protocol": PROTOCOL_VERSION,
-        "run_id": runner.run_id,
+        "run_id": runner.view.run_id,
         "state": runner.state,
-        "step": runner.step,
+        "step": runner.view.step,
         "viewers": runner.hub.count,
     }
 
@@ -73,8 +73,8 @@ async def run_control(
 
 
 @router.get("/api/checkpoints", response_model=list[CheckpointMsg], tags=["run"])
-async def checkpoints(request: Request) -> list[dict[str, Any]]:
-    return _runner(request).checkpoints
+async def checkpoints(request: Request) -> list[CheckpointMsg]:
+    return _runner(request).view.checkpoints
 
 
 @router.get("/api/scenes", tags=["scenes"])

@@ -1,0 +1,61 @@
+"""Events the server raises itself, outside any training step, as protocol `EventMsg`s.
+
+Run control (paused, resumed, speed_changed, run_reset: `protocol.CONTROL_EVENT_KINDS`) and
+the `restored` event for a run that resumes after an unclean stop. The engine raises all
+other events; their wording lives there.
+"""
+
+from __future__ import annotations
+
+from app.engine.report import restored_event
+from app.protocol import EventMsg
+
+
+def paused(step: int) -> EventMsg:
+    return EventMsg(kind="paused", step=step, message=f"Paused at step {step}")
+
+
+def resumed(step: int) -> EventMsg:
+    return EventMsg(kind="resumed", step=step, message=f"Resumed at step {step}")
+
+
+def speed_changed(step: int, speed: str | float) -> EventMsg:
+    label = speed if isinstance(speed, str) else f"{speed:g} steps/s"
+    return EventMsg(
+        kind="speed_changed",
+        step=step,
+        message=f"Speed set to {label}",
+        detail={"speed": speed},
+    )
+
+
+def run_reset(step: int, *, run_id: str, previous_run_id: str, seed: int, preset: str) -> EventMsg:
+    return EventMsg(
+        kind="run_reset",
+        step=step,
+        message=f"Started a fresh run (seed {seed}, {preset})",
+        detail={
+            "run_id": run_id,
+            "previous_run_id": previous_run_id,
+            "seed": seed,
+            "preset": preset,
+        },
+    )
+
+
+def restored_after_unclean_stop(
+    restored_step: int, failed_step: int, *, from_checkpoint: bool
+) -> EventMsg:
+    """The run resumed at `restored_step` after the process died at `failed_step`.
+
+    `from_checkpoint`: whether a checkpoint was loaded (otherwise the run starts over from
+    step 0). Built by the engine's one `restored` builder, so every kind reads alike.
+    """
+    lost = failed_step - restored_step
+    message = None
+    if not from_checkpoint:
+        message = f"Restarted from step {restored_step} after an unclean stop: {lost} steps to redo"
+    event = restored_event(
+        restored_step, failed_step=failed_step, steps_lost=lost, reason="crash", message=message
+    )
+    return EventMsg.model_validate(event)

@@ -1,0 +1,195 @@
+"""The training worker: a process of its own that owns the Trainer, steps it and reports.
+
+It runs in its own interpreter so numpy never competes with the server's event loop for the
+interpreter lock, even with hundreds of viewers. It steps at the pace the runner sets,
+answers requests between steps, and sends every step already serialised. Its only link to
+the server is the pipe; the messages are described in app/pipe.py.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+import traceback
+import zlib
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any, ClassVar
+
+from app.engine.config import RunConfig
+from app.engine.report import Event
+from app.engine.timing import preset_info
+from app.engine.trainer import Trainer
+from app.pipe import (
+    Ask,
+    CheckpointNow,
+    Close,
+    FailGpu,
+    Fatal,
+    Hold,
+    Pace,
+    Ready,
+    Reply,
+    Request,
+    Reset,
+    RunInfo,
+    StepFigures,
+    StepOnce,
+    StepReady,
+    WorkerSpec,
+    WorkerState,
+)
+from app.protocol import CheckpointMsg, EventMsg, StepFields, TraceMsg
+
+# Events after which the list of checkpoints on disk has changed.
+CHECKPOINT_KINDS = {"checkpoint_saved", "checkpoint_skipped", "restored"}
+
+
+def event_msg(e: Event) -> EventMsg:
+    return EventMsg.model_validate(e)
+
+
+def checkpoint_msgs(trainer: Trainer) -> list[CheckpointMsg]:
+    return [CheckpointMsg.model_validate(c) for c in trainer.checkpoints()]
+
+
+def run_info(trainer: Trainer, run_id: str) -> RunInfo:
+    return RunInfo(
+        run_id=run_id,
+        config=trainer.config.to_dict(),
+        topology=trainer.topology.to_dict(),
+        preset=preset_info(trainer.config.preset),
+        n_params=int(trainer.n_params),
+        vocab_size=len(trainer.vocab),
+        step=int(trainer.step),
+        restarts=int(trainer.restarts),
+        startup_events=[event_msg(e) for e in trainer.startup_events],
+        checkpoints=checkpoint_msgs(trainer),
+    )
+
+
+class Worker:
+    def __init__(self, conn: Connection, spec: WorkerSpec) -> None:
+        self.conn = conn
+        self.run_id = spec.run_id
+        self.run_dir = spec.run_dir
+        self.trainer = Trainer(RunConfig.from_dict(spec.config), self.run_dir, fresh=spec.fresh)
+        self.running = False
+        self.interval = 0.0
+        self.last_start = 0.0
+        self.closing = False
+
+    def serve(self) -> None:
+        self.conn.send(Ready(run_info(self.trainer, self.run_id)))
+        while not self.closing:
+            timeout: float | None = None
+            if self.running:
+                timeout = max(0.0, self.last_start + self.interval - time.monotonic())
+            if self.conn.poll(timeout):
+                self.handle(self.conn.recv())
+                continue
+            if self.running:
+                self.do_step()
+
+    def do_step(self) -> None:
+        self.last_start = time.monotonic()
+        report = self.trainer.train_step()
+        figures = StepFigures(
+            step=report.step,
+            epoch=report.epoch,
+            loss=report.loss,
+            grad_norm=report.grad_norm,
+            lr=report.lr,
+            tokens_total=report.tokens_total,
+            sim_step_s=report.sim_step_s,
+            wall_step_s=report.wall_step_s,
+            restarts=self.trainer.restarts,
+        )
+        changed = any(e.kind in CHECKPOINT_KINDS for e in report.events)
+        self.conn.send(
+            StepReady(
+                run_id=self.run_id,
+                body=StepFields.model_validate(report).model_dump_json(),
+                figures=figures,
+                # Compressed here, off the server's event loop: the history keeps every step.
+                trace=zlib.compress(
+                    TraceMsg.model_validate(report.trace).model_dump_json().encode(), 6
+                ),
+                events=[event_msg(e) for e in report.events],
+                checkpoints=checkpoint_msgs(self.trainer) if changed else None,
+            )
+        )
+
+    def handle(self, msg: Pace | Request) -> None:
+        match msg:
+            case Pace(running=running, interval_s=interval_s):
+                self.running, self.interval = running, interval_s
+            case Request(req_id=req_id, ask=ask):
+                try:
+                    result = self._ASKS[type(ask)](self, ask)
+                except Exception as exc:
+                    self.conn.send(Reply(req_id, error=str(exc) or exc.__class__.__name__))
+                    return
+                self.conn.send(Reply(req_id, result=result))
+            case _:
+                raise TypeError(f"not a message for the worker: {msg!r}")
+
+    # --- requests: one method per kind of Ask ---------------------------------------------
+
+    def _hold(self, ask: Hold) -> None:
+        self.running = False
+
+    def _step_once(self, ask: StepOnce) -> None:
+        self.do_step()
+
+    def _fail_gpu(self, ask: FailGpu) -> WorkerState:
+        return self.state(self.trainer.fail_gpu(ask.gpu))
+
+    def _checkpoint_now(self, ask: CheckpointNow) -> WorkerState:
+        return self.state([self.trainer.checkpoint_now()])
+
+    def _reset(self, ask: Reset) -> RunInfo:
+        self.trainer.close(final_checkpoint=False)
+        # fresh=True: the old run's checkpoints must not leak into the new timeline.
+        self.trainer = Trainer(RunConfig.from_dict(ask.config), self.run_dir, fresh=True)
+        self.run_id = ask.run_id
+        return run_info(self.trainer, ask.run_id)
+
+    def _close(self, ask: Close) -> WorkerState:
+        self.closing = True
+        ev = self.trainer.close(final_checkpoint=True)
+        return self.state([ev] if ev else [])
+
+    _ASKS: ClassVar[dict[type[Ask], Callable[[Worker, Any], RunInfo | WorkerState | None]]] = {
+        Hold: _hold,
+        StepOnce: _step_once,
+        FailGpu: _fail_gpu,
+        CheckpointNow: _checkpoint_now,
+        Reset: _reset,
+        Close: _close,
+    }
+
+    def state(self, events: list[Event]) -> WorkerState:
+        t = self.trainer
+        return WorkerState(
+            events=[event_msg(e) for e in events],
+            step=int(t.step),
+            restarts=int(t.restarts),
+            checkpoints=checkpoint_msgs(t),
+        )
+
+
+def worker_main(conn: Connection, spec: WorkerSpec) -> None:
+    # Ctrl+C reaches the whole process group; the server shuts the worker down itself,
+    # after a final checkpoint, so the worker must not die first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        Worker(conn, spec).serve()
+    except (EOFError, BrokenPipeError):
+        pass  # the server went away; nothing left to tell
+    except Exception:
+        try:
+            conn.send(Fatal(traceback.format_exc()))
+        except Exception:
+            pass
+        raise
