@@ -17,7 +17,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-PROTOCOL_VERSION = 1
+from app.engine.trace import GROUPS, KINDS
+
+PROTOCOL_VERSION = 2
 SCENE_NAME = "training-run"
 
 # Speeds a client may ask for: a named pace or a number of steps per second.
@@ -54,16 +56,50 @@ class EventMsg(_Out):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
-class PhaseMsg(_Out):
-    name: str
-    sim_s: float
-    wall_s: float
+class TraceSpanMsg(_Out):
+    """One kind of work on a set of lanes at once (app/engine/trace.py `Span`)."""
+
+    kind: str = Field(description="one of the kinds listed in hello.trace_kinds")
+    t0: float = Field(description="simulated seconds from the start of the step")
+    dur: float
+    lanes: list[int] | None = Field(default=None, description="GPUs it runs on; null: all")
+    wall_s: float | None = Field(default=None, description="measured seconds here")
 
 
-class RingHopMsg(_Out):
-    src: int
-    dst: int
-    link: str
+class TraceRingMsg(_Out):
+    """A ring collective: 2(G-1) passes; in pass k ring position i sends one chunk to
+    position i+1 (which chunk follows from the ring algorithm, see docs/protocol.md)."""
+
+    kind: str
+    t0: float
+    pass_s: list[tuple[float, int]] = Field(
+        description="seconds of each pass, run-length encoded as [seconds, passes in a row]"
+    )
+    ring: list[int] = Field(description="GPU ids in ring order")
+    links: list[str] = Field(description="link kind of each ring position's outgoing hop")
+    chunk_bytes: list[int] = Field(description="bytes of each chunk")
+    wall_s: float | None = None
+
+
+class TraceMsg(_Out):
+    """The step as lanes of timed events, one lane per GPU, in a compact form that the
+    browser expands (static/js/scene/trace.js; app/engine/trace.py `expand`)."""
+
+    gpus: int
+    step_s: float = Field(description="simulated seconds from the first start to the last end")
+    spans: list[TraceSpanMsg]
+    rings: list[TraceRingMsg]
+
+
+class TraceKindMsg(_Out):
+    kind: str
+    group: str = Field(description="the time-bar group its seconds add to")
+    transfer: bool = Field(description="moves data between GPUs (has a peer, bytes, link)")
+
+
+class TraceGroupMsg(_Out):
+    id: str
+    label: str
 
 
 class LinkLoadMsg(_Out):
@@ -80,7 +116,6 @@ class RingMsg(_Out):
     bytes_total: int
     bytes_per_gpu: int
     busiest_link_bytes: int
-    hops: list[RingHopMsg]
     links: list[LinkLoadMsg]
 
 
@@ -129,7 +164,7 @@ class StepFields(_Out):
     lr: float
     tokens: int
     tokens_total: int
-    phases: list[PhaseMsg]
+    trace: TraceMsg
     sim_step_s: float
     wall_step_s: float
     ring: RingMsg
@@ -148,6 +183,17 @@ class StepMsg(StepFields):
     sent_at: float | None = Field(
         default=None, description="server clock (Unix seconds) when the step was published"
     )
+
+
+def trace_kinds() -> list[TraceKindMsg]:
+    return [
+        TraceKindMsg(kind=k, group=str(v["group"]), transfer=bool(v["transfer"]))
+        for k, v in KINDS.items()
+    ]
+
+
+def trace_groups() -> list[TraceGroupMsg]:
+    return [TraceGroupMsg(id=i, label=label) for i, label in GROUPS]
 
 
 # --- hello --------------------------------------------------------------------------------
@@ -244,6 +290,8 @@ class HelloMsg(_Out):
     preset: PresetMsg
     n_params: int
     vocab_size: int
+    trace_kinds: list[TraceKindMsg] = Field(default_factory=trace_kinds)
+    trace_groups: list[TraceGroupMsg] = Field(default_factory=trace_groups)
 
 
 # --- snapshot -----------------------------------------------------------------------------

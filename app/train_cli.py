@@ -7,10 +7,16 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from app.cli import CommandParser
 from app.engine.config import RunConfig
 from app.engine.lake import DataError
 from app.engine.timing import PRESETS
+
+if TYPE_CHECKING:
+    from app.engine.report import StepReport
+    from app.engine.trainer import Trainer
 
 
 def _fail_at(text: str) -> tuple[int, int]:
@@ -26,18 +32,47 @@ def _fail_at(text: str) -> tuple[int, int]:
 
 def build_parser() -> argparse.ArgumentParser:
     d = RunConfig()
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="trainingrun train",
-        description="Train the tiny language model on the simulated cluster, without a browser.",
+        description="Train the tiny language model on the simulated cluster, without a browser. "
+        "An existing run dir is resumed from its latest checkpoint unless --fresh is given.",
     )
     p.add_argument("--steps", type=int, default=1000, help="train until this step (default 1000)")
     p.add_argument("--gpus", type=int, default=d.gpus, help=f"GPUs in all (default {d.gpus})")
-    p.add_argument("--servers", type=int, default=d.servers, help=f"default {d.servers}")
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--preset", default=d.preset, choices=sorted(PRESETS))
-    p.add_argument("--run-dir", default="runs/train", help="default runs/train")
-    p.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
-    p.add_argument("--batch-size", type=int, default=None, help="global batch in sequences")
+    p.add_argument(
+        "--servers",
+        type=int,
+        default=d.servers,
+        help=f"servers the GPUs are spread evenly over (default {d.servers})",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=d.seed,
+        help=f"the run's seed; same seed, same run (default {d.seed})",
+    )
+    p.add_argument(
+        "--preset",
+        default=d.preset,
+        choices=sorted(PRESETS),
+        help=f"simulated hardware the step times are for (default {d.preset})",
+    )
+    p.add_argument(
+        "--run-dir", default="runs/train", help="data lake and checkpoints (default runs/train)"
+    )
+    p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=d.checkpoint_every,
+        help=f"steps between checkpoints, 0 for none (default {d.checkpoint_every})",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help=f"global batch in sequences, a multiple of --gpus (default {d.batch_size}, "
+        "or one per GPU)",
+    )
     p.add_argument(
         "--fail-at",
         type=_fail_at,
@@ -47,10 +82,71 @@ def build_parser() -> argparse.ArgumentParser:
         help="fail GPU during STEP (repeatable)",
     )
     p.add_argument("--data", default=None, help="a text file or folder to train on instead")
-    p.add_argument("--dtype", default=d.dtype, choices=["float32", "float64"])
+    p.add_argument(
+        "--dtype",
+        default=d.dtype,
+        choices=["float32", "float64"],
+        help=f"precision of the arithmetic (default {d.dtype})",
+    )
     p.add_argument("--fresh", action="store_true", help="ignore and delete old checkpoints")
-    p.add_argument("--json", action="store_true", help="one JSON object per step on stdout")
+    p.add_argument(
+        "--json", action="store_true", help="one JSON object per step on stdout, then a summary"
+    )
+    p.add_argument(
+        "--trace-out",
+        metavar="FILE",
+        default=None,
+        help="write the last step's trace to FILE in the Chrome Trace Event format "
+        "(open it in https://ui.perfetto.dev): one process per server, one thread per GPU",
+    )
     return p
+
+
+def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunConfig:
+    """The run's config, or a one-line error (exit 2) naming the option that is wrong."""
+    if args.steps < 0:
+        parser.error(f"--steps must be 0 or more, got {args.steps}")
+    if args.gpus < 1:
+        parser.error(f"--gpus must be at least 1, got {args.gpus}")
+    if args.servers < 1:
+        parser.error(f"--servers must be at least 1, got {args.servers}")
+    if args.gpus % args.servers:
+        parser.error(f"--gpus ({args.gpus}) must divide evenly over --servers ({args.servers})")
+    if args.seed < 0:
+        parser.error(f"--seed must be 0 or more, got {args.seed}")
+    if args.checkpoint_every < 0:
+        parser.error(f"--checkpoint-every must be 0 (off) or more, got {args.checkpoint_every}")
+    if args.batch_size is not None and (args.batch_size < 1 or args.batch_size % args.gpus):
+        parser.error(
+            f"--batch-size ({args.batch_size}) must be a positive multiple of --gpus ({args.gpus})"
+        )
+    for step, gpu in args.fail_at:
+        if gpu >= args.gpus:
+            parser.error(f"--fail-at {step}:{gpu}: GPU must be between 0 and {args.gpus - 1}")
+        if step > args.steps:
+            parser.error(f"--fail-at {step}:{gpu}: step {step} is after --steps {args.steps}")
+    if args.data and not Path(args.data).exists():
+        parser.error(f"--data: {args.data!r} does not exist")
+    run_dir = Path(args.run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        parser.error(f"--run-dir: {args.run_dir!r} is not a folder")
+    if args.trace_out is not None:
+        out = Path(args.trace_out)
+        if out.is_dir() or not out.parent.is_dir():
+            parser.error(f"--trace-out: {args.trace_out!r} is not a file in an existing folder")
+    try:
+        return RunConfig(
+            seed=args.seed,
+            gpus=args.gpus,
+            servers=args.servers,
+            preset=args.preset,
+            checkpoint_every=args.checkpoint_every,
+            batch_size=args.batch_size or RunConfig.batch_for(args.gpus),
+            data=str(Path(args.data).resolve()) if args.data else None,
+            dtype=args.dtype,
+        )
+    except ValueError as e:  # anything the checks above do not name
+        parser.error(str(e))
 
 
 def _bar(step: int, start: int, end: int, loss: float, rate: float) -> str:
@@ -64,45 +160,85 @@ def _bar(step: int, start: int, end: int, loss: float, rate: float) -> str:
     )
 
 
+def _opening_note(trainer: Trainer, run_dir: str, steps: int) -> str | None:
+    """What the user should know before the first step: an old run is being continued, or
+    there is nothing left to do. None for a new run."""
+    if trainer.step >= steps:
+        return (
+            f"{run_dir} is already at step {trainer.step}; nothing to do "
+            "(use --fresh to start over, or a higher --steps)"
+        )
+    if any(e.kind == "restored" for e in trainer.startup_events):
+        return (
+            f"resuming {run_dir} from its checkpoint at step {trainer.step}, "
+            f"on to step {steps} (use --fresh to start over)"
+        )
+    return None
+
+
+def write_trace(trainer: Trainer, last: StepReport | None, path: str) -> bool:
+    """The last step's trace as a Chrome trace file; False (with a message) when there is
+    none to write."""
+    from app.engine.chrometrace import TraceTooLarge, chrome_trace
+
+    if last is None:
+        message = f"no step was run, so {path} was not written"
+        print(f"trainingrun train: --trace-out: {message}", file=sys.stderr)
+        return False
+    server_of = [g.server for g in trainer.topology.gpus]
+    try:
+        doc = chrome_trace(
+            last.trace,
+            server_of,
+            label=f"Training Run step {last.step} (simulated {trainer.config.preset} cluster)",
+            meta={"step": last.step, "preset": trainer.config.preset},
+        )
+    except TraceTooLarge as e:
+        print(f"trainingrun train: --trace-out: {e}; {path} was not written", file=sys.stderr)
+        return False
+    Path(path).write_text(json.dumps(doc, separators=(",", ":")))
+    print(f"wrote the trace of step {last.step} to {path}", file=sys.stderr)
+    return True
+
+
 def train_main(argv: list[str] | None = None) -> int:
     from app.engine.trainer import Trainer  # heavy import after argument errors
 
-    args = build_parser().parse_args(argv)
-    batch = args.batch_size or RunConfig.batch_for(max(1, args.gpus))
-    try:
-        config = RunConfig(
-            seed=args.seed,
-            gpus=args.gpus,
-            servers=args.servers,
-            preset=args.preset,
-            checkpoint_every=args.checkpoint_every,
-            batch_size=batch,
-            data=str(Path(args.data).resolve()) if args.data else None,
-            dtype=args.dtype,
-        )
-    except ValueError as e:
-        print(f"trainingrun train: {e}", file=sys.stderr)
-        return 2
-    log = (
-        (lambda m: print(f"\n{m}", file=sys.stderr))
-        if not args.json
-        else (lambda m: print(m, file=sys.stderr))
-    )
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    config = config_from_args(args, parser)
+    opened = False
+
+    def log(message: str) -> None:
+        # The events of opening the run dir are reported below, with what to do about them;
+        # later ones go out as they come, on a line of their own below the progress bar.
+        if opened:
+            print(message if args.json else f"\n{message}", file=sys.stderr)
+
     try:
         trainer = Trainer(config, args.run_dir, fresh=args.fresh, log=log)
     except DataError as e:
-        print(f"trainingrun train: {e}", file=sys.stderr)
-        return 2
-    try:
-        for step, gpu in args.fail_at:
-            trainer.schedule_failure(step, gpu)
-    except ValueError as e:
-        print(f"trainingrun train: --fail-at: {e}", file=sys.stderr)
-        trainer.close(final_checkpoint=False)
-        return 2
+        parser.error(f"--data: {e}")
+    except OSError as e:
+        parser.error(f"--run-dir: {e}")
+    opened = True
+    for e in trainer.startup_events:
+        if e.kind != "restored":  # the note below says it, with what to do about it
+            print(e.message, file=sys.stderr)
+    note = _opening_note(trainer, args.run_dir, args.steps)
+    if note:
+        print(note, file=sys.stderr)
+    for step, gpu in args.fail_at:
+        if step <= trainer.step:
+            print(
+                f"--fail-at {step}:{gpu}: {args.run_dir} is already past step {step}, "
+                "so that failure will not happen (use --fresh to start over)",
+                file=sys.stderr,
+            )
+        trainer.schedule_failure(step, gpu)
 
     start = trainer.step
-    initial_loss = None
+    initial_loss: float | None = None
     last = None
     t0 = time.perf_counter()
     steps_done = 0
@@ -128,7 +264,7 @@ def train_main(argv: list[str] | None = None) -> int:
     finally:
         elapsed = time.perf_counter() - t0
         trainer.close(final_checkpoint=True)
-    if not args.json:
+    if not args.json and steps_done:
         print(file=sys.stderr)
     probe = trainer.probe()
     summary = {
@@ -137,23 +273,33 @@ def train_main(argv: list[str] | None = None) -> int:
         "final_loss": last.loss if last else None,
         "steps": trainer.step,
         "steps_run": steps_done,
+        "resumed_from": start if start else None,
         "restarts": trainer.restarts,
-        "steps_per_s": steps_done / elapsed if elapsed > 0 else 0.0,
+        "steps_per_s": steps_done / elapsed if steps_done and elapsed > 0 else 0.0,
         "tokens_per_s": (steps_done * config.batch_size * config.block_size) / elapsed
-        if elapsed > 0
+        if steps_done and elapsed > 0
         else 0.0,
         "params_sha256": trainer.params_sha256(),
         "n_params": trainer.n_params,
         "gpus": config.gpus,
         "probe": {"prompt": probe.prompt, "top": [{"token": t.token, "p": t.p} for t in probe.top]},
     }
+    if args.trace_out is not None:
+        if not write_trace(trainer, last, args.trace_out):
+            return 1
+        summary["trace_out"] = args.trace_out
     if args.json:
         print(json.dumps(summary), flush=True)
     else:
         top = ", ".join(f"{t.token!r} {t.p:.0%}" for t in probe.top)
+        loss = (
+            f"loss {initial_loss:.4f} -> {last.loss:.4f}; "
+            if initial_loss is not None and last is not None
+            else ""
+        )
         print(
-            f"step {summary['steps']}: loss {summary['initial_loss']} -> {summary['final_loss']}"
-            f"; '{probe.prompt} ___' -> {top}; restarts {summary['restarts']}",
+            f"step {summary['steps']}: {loss}'{probe.prompt} ___' -> {top}; "
+            f"restarts {summary['restarts']}",
             file=sys.stderr,
         )
     return 0

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Phases of one step, in the order they happen.
-PHASES = ("data", "forward", "backward", "allreduce", "optimizer", "checkpoint")
+from .trace import StepTrace
 
 # Kinds of link a ring hop can cross.
 LINK_KINDS = ("nvlink", "leaf", "spine")
@@ -37,16 +36,9 @@ class Event:
     #   checkpoint_saved:   {"step", "path", "bytes", "reason": "periodic"|"on_demand"|"final"}
     #   checkpoint_skipped: {"path", "reason"}
     #   gpu_failed:         {"gpu"}
-    #   restored:           {"failed_step", "restored_step", "steps_lost"}
+    #   restored:           {"failed_step", "restored_step", "steps_lost", "reason"}
     #   gpu_replaced:       {"gpu"}
     #   epoch_started:      {"epoch"}
-
-
-@dataclass
-class Phase:
-    name: str  # one of PHASES
-    sim_s: float  # simulated seconds on the hardware preset
-    wall_s: float  # measured seconds here
 
 
 @dataclass
@@ -54,13 +46,6 @@ class LinkLoad:
     kind: str  # one of LINK_KINDS
     hops: int  # ring hops of this kind (per pass)
     bytes: int  # bytes carried over links of this kind in this step's all-reduce
-
-
-@dataclass
-class RingHop:
-    src: int  # global GPU index
-    dst: int
-    link: str  # one of LINK_KINDS: the widest tier this hop climbs to
 
 
 @dataclass
@@ -72,8 +57,7 @@ class RingSummary:
     bytes_total: int  # bytes sent over all links, all passes
     bytes_per_gpu: int  # bytes sent by each GPU
     busiest_link_bytes: int  # most bytes carried by any single directed link
-    hops: list[RingHop]  # the ring, in order: G hops (GPU -> next GPU)
-    links: list[LinkLoad]  # totals by link kind
+    links: list[LinkLoad]  # totals by link kind (the hops themselves are in the trace)
 
 
 @dataclass
@@ -124,8 +108,8 @@ class StepReport:
     lr: float
     tokens: int  # tokens processed in this step (all GPUs)
     tokens_total: int  # tokens processed since step 0 on this timeline
-    phases: list[Phase]  # in PHASES order
-    sim_step_s: float  # sum of simulated phase times
+    trace: StepTrace  # every GPU's lane of timed events (simulated seconds)
+    sim_step_s: float  # simulated seconds for the whole step: the trace's length
     wall_step_s: float  # measured seconds for the whole step here
     ring: RingSummary
     loader: LoaderStats
@@ -135,3 +119,38 @@ class StepReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def restored_event(
+    step: int,
+    *,
+    failed_step: int | None,
+    steps_lost: int,
+    reason: str,
+    message: str | None = None,
+) -> Event:
+    """The one way a `restored` event is made: after a failure, a crash or a clean resume.
+
+    reason: "failure" (a GPU failed and the run rolled back), "crash" (the process stopped
+    without a final checkpoint) or "resume" (a clean restart; nothing is lost)."""
+    if message is None:
+        if reason == "resume":
+            message = f"Resumed from the checkpoint at step {step}"
+        elif reason == "crash":
+            message = (
+                f"Resumed from the checkpoint at step {step} after an unclean stop: "
+                f"{steps_lost} steps to redo"
+            )
+        else:
+            message = f"Rolled back to the checkpoint at step {step}: {steps_lost} steps to redo"
+    return Event(
+        kind="restored",
+        step=step,
+        message=message,
+        detail={
+            "failed_step": failed_step,
+            "restored_step": step,
+            "steps_lost": steps_lost,
+            "reason": reason,
+        },
+    )

@@ -53,18 +53,17 @@ from .lake import DataLake, tokenize
 from .loader import Loader
 from .optim import AdamW, clip_grad_norm
 from .report import (
-    PHASES,
     Event,
     LinkLoad,
     LoaderStats,
-    Phase,
     Probe,
     ProbeToken,
-    RingHop,
     RingSummary,
     StepReport,
+    restored_event,
 )
-from .timing import get_preset, step_cost
+from .timing import get_preset, ring_pass_times, step_cost
+from .trace import StepTraceBuilder
 
 PROBE_PROMPT = "Once upon a"
 
@@ -104,11 +103,13 @@ class Trainer:
             for g in self.topology.gpus
         ]
         self.model = M.Model(self.model_cfg)
-        self._grad_buffer()
+        self._grad_buffer()  # before the state: the GPUs bind to the gradient rows too
         self._fresh_state()
         act = M.activation_bytes(self.model_cfg, config.micro_batch, config.dtype)
         for gpu in self.gpus:
             gpu.activation_bytes = act
+        self._memory_key: tuple[int, ...] | None = None
+        self._memory_cache: list = []
         self.restarts = 0
         self.shared_update = True
         self._scheduled: dict[int, int] = {}
@@ -132,17 +133,7 @@ class Trainer:
             self._last_saved_step = self.step
             self.restarts = int(loaded.meta.get("restarts", 0))
             self.startup_events.append(
-                Event(
-                    kind="restored",
-                    step=self.step,
-                    message=f"Resumed from the checkpoint at step {self.step}",
-                    detail={
-                        "failed_step": None,
-                        "restored_step": self.step,
-                        "steps_lost": 0,
-                        "reason": "resume",
-                    },
-                )
+                restored_event(self.step, failed_step=None, steps_lost=0, reason="resume")
             )
         for e in self.startup_events:
             self.log(e.message)
@@ -178,7 +169,7 @@ class Trainer:
         opt_state = {f"m.{k}": v for k, v in self.opt.m.items()}
         opt_state.update({f"v.{k}": v for k, v in self.opt.v.items()})
         for gpu in self.gpus:
-            gpu.bind(self.params, getattr(self, "grads", None), opt_state)
+            gpu.bind(self.params, self.grads, opt_state)
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         """GPU 0's copy of everything: the replicas are identical, so one is saved."""
@@ -188,13 +179,13 @@ class Trainer:
         return arrays
 
     def _restore(self, loaded: Loaded) -> None:
-        a = loaded.arrays
+        a, meta = loaded.arrays, loaded.meta
         for k, v in self.params.items():
             v[...] = a[f"p.{k}"]  # broadcast into every GPU's row
-            self.opt.m[k][...] = a[f"m.{k}"]
-            self.opt.v[k][...] = a[f"v.{k}"]
-        meta = loaded.meta
-        self.opt.t = int(meta["opt_t"])
+        # The optimizer copies the saved replica into every GPU's row itself.
+        opt_state: dict[str, np.ndarray | int] = {"t": int(meta["opt_t"])}
+        opt_state.update({k: v for k, v in a.items() if k.startswith(("m.", "v."))})
+        self.opt.load_state_dict(opt_state)
         self.step = int(meta["step"])
         self.tokens_total = int(meta["tokens_total"])
 
@@ -226,29 +217,27 @@ class Trainer:
         if gpu is not None:
             events += self.fail_gpu(gpu)
         cfg, G = self.config, self.config.gpus
-        wall: dict[str, float] = dict.fromkeys(PHASES, 0.0)
         t_start = time.perf_counter()
 
         t0 = time.perf_counter()
         batch, take = self.loader.next()
-        wall["data"] = time.perf_counter() - t0
+        data_wall = time.perf_counter() - t0
 
-        losses, grads, fb_wall = self._forward_backward(batch.idx, batch.targets)
-        wall["forward"], wall["backward"] = fb_wall
+        losses, (fwd_wall, bwd_wall) = self._forward_backward(batch.idx, batch.targets)
 
         t0 = time.perf_counter()
-        trace = self._allreduce(grads)
-        wall["allreduce"] = time.perf_counter() - t0
+        ring = self._allreduce()
+        ring_wall = time.perf_counter() - t0
 
         t0 = time.perf_counter()
         lr = self.lr_at(self.step + 1)
-        grad_norm = clip_grad_norm(grads, cfg.grad_clip)
+        grad_norm = clip_grad_norm(self.grads, cfg.grad_clip)
         # Every GPU applies the same AdamW update to its own copy. After the all-reduce the
         # update's inputs are bit-identical on every GPU, so by default it is computed once
         # and written into each GPU's arrays: the same bits each GPU would get, without
         # simulating G identical sweeps (tests compare both ways).
-        self.opt.step(self.params, grads, lr, rows_identical=self.shared_update)
-        wall["optimizer"] = time.perf_counter() - t0
+        self.opt.step(self.params, self.grads, lr, rows_identical=self.shared_update)
+        opt_wall = time.perf_counter() - t0
 
         self.step += 1
         tokens = int(batch.idx.size)
@@ -266,24 +255,39 @@ class Trainer:
             ev = self._save("periodic")
             ckpt_bytes = ev.detail["bytes"]
             events.append(ev)
-        wall["checkpoint"] = time.perf_counter() - t0
+        ckpt_wall = time.perf_counter() - t0
 
         probe = None
         if self.step == 1 or (cfg.probe_every and self.step % cfg.probe_every == 0):
             probe = self.probe()
 
-        itemsize = np.dtype(cfg.dtype).itemsize
         cost = step_cost(
             self.preset,
             n_params=self.n_params,
             tokens_per_gpu=tokens // G,
             batch_bytes_per_gpu=int(batch.idx[0].nbytes + batch.targets[0].nbytes),
-            itemsize=itemsize,
-            trace=trace,
+            itemsize=np.dtype(cfg.dtype).itemsize,
+            trace=None,  # the ring is timed pass by pass below
             checkpoint_bytes=ckpt_bytes,
             servers=cfg.servers,
-        ).as_dict()
-        phases = [Phase(name=p, sim_s=cost[p], wall_s=wall[p]) for p in PHASES]
+        )
+        lanes = StepTraceBuilder(G)
+        lanes.span("data", cost.data, wall_s=data_wall)
+        lanes.span("forward", cost.forward, wall_s=fwd_wall)
+        lanes.span("backward", cost.backward, wall_s=bwd_wall)
+        sizes = [b - a for a, b in ring.chunk_bounds]
+        lanes.ring(
+            "allreduce",
+            ring_pass_times(self.preset, ring),
+            ring=ring.ring,
+            links=ring.links,
+            chunk_bytes=[n * ring.itemsize for n in sizes],
+            wall_s=ring_wall,
+        )
+        lanes.span("optimizer", cost.optimizer, wall_s=opt_wall)
+        if ckpt_bytes:
+            lanes.span("checkpoint", cost.checkpoint, wall_s=ckpt_wall)
+        trace = lanes.done()
         loss_vals = [float(x) for x in np.asarray(losses)]
         return StepReport(
             step=self.step,
@@ -294,10 +298,10 @@ class Trainer:
             lr=lr,
             tokens=tokens,
             tokens_total=self.tokens_total,
-            phases=phases,
-            sim_step_s=float(sum(cost.values())),
+            trace=trace,
+            sim_step_s=trace.step_s,
             wall_step_s=time.perf_counter() - t_start,
-            ring=self._ring_summary(trace),
+            ring=self._ring_summary(ring),
             loader=LoaderStats(
                 workers=cfg.loader_workers,
                 queue_depth=take.queue_depth,
@@ -319,14 +323,13 @@ class Trainer:
     def _forward_backward(self, idx, targets):
         """Every GPU's forward and backward on its own microbatch, all at once.
 
-        Gradients land straight in the flat all-reduce buffer (see `_grad_buffer`)."""
+        Gradients land straight in the flat all-reduce buffer (see `_grad_buffer`).
+        Returns the losses and the measured (forward, backward) seconds."""
         t0 = time.perf_counter()
         losses, _ = self.model.forward_backward(self.params, idx, targets, grads=self.grads)
         dt = time.perf_counter() - t0
-        fwd = getattr(self.model, "last_forward_s", None)
-        if fwd is None:  # no separate timing: split by FLOPs (backward is twice the forward)
-            fwd = dt / 3
-        return losses, self.grads, (fwd, max(0.0, dt - fwd))
+        fwd = self.model.last_forward_s or 0.0
+        return losses, (fwd, max(0.0, dt - fwd))
 
     def _grad_buffer(self) -> None:
         """One (G, padded P) buffer holding every GPU's gradients, one row per GPU.
@@ -344,7 +347,7 @@ class Trainer:
             self.grads[name] = xp.reshape(self._grad_flat[:, off : off + n], (G, *shape))
             off += n
 
-    def _allreduce(self, grads: dict[str, np.ndarray]) -> RingTrace:
+    def _allreduce(self) -> RingTrace:
         """Average every GPU's gradients with a ring all-reduce over the real topology."""
         return ring_allreduce_(
             self._grad_flat,
@@ -367,9 +370,6 @@ class Trainer:
             bytes_total=trace.bytes_total,
             bytes_per_gpu=max(trace.bytes_sent_by_gpu()) if trace.gpus else 0,
             busiest_link_bytes=max(by_link.values()) if by_link else 0,
-            hops=[RingHop(src=l.src, dst=l.dst, link=l.kind) for l in self.topology.ring_links]
-            if trace.gpus > 1
-            else [],
             links=[
                 LinkLoad(kind=k, hops=kinds.count(k), bytes=per_kind_bytes.get(k, 0))
                 for k in ("nvlink", "leaf", "spine")
@@ -381,7 +381,7 @@ class Trainer:
     def _memory(self):
         """Each GPU's memory account. Sizes only change when the arrays do, so it is cached."""
         key = tuple(g.generation for g in self.gpus)
-        if getattr(self, "_memory_key", None) != key:
+        if self._memory_key != key:
             self._memory_key, self._memory_cache = key, [g.memory() for g in self.gpus]
         return [copy.copy(m) for m in self._memory_cache]
 
@@ -413,13 +413,12 @@ class Trainer:
         else:
             self._fresh_state()
         self.restarts += 1
-        lost = failed_step - self.step
         events.append(
-            Event(
-                "restored",
+            restored_event(
                 self.step,
-                f"Rolled back to the checkpoint at step {self.step}: {lost} steps to redo",
-                {"failed_step": failed_step, "restored_step": self.step, "steps_lost": lost},
+                failed_step=failed_step,
+                steps_lost=failed_step - self.step,
+                reason="failure",
             )
         )
         replacement = self.gpus[gpu]

@@ -9,6 +9,8 @@ import pytest
 import websockets
 from wsclient import Client, is_error, is_event
 
+from app.protocol import PROTOCOL_VERSION
+
 TOKEN = "presenter-secret-123"
 
 
@@ -16,7 +18,7 @@ def test_rest_endpoints_and_pages(live_server) -> None:
     srv = live_server()
     get = lambda path, **kw: httpx.get(srv.url + path, timeout=10, **kw)  # noqa: E731
     health = get("/api/health").json()
-    assert health["ok"] and health["protocol"] == 1
+    assert health["ok"] and health["protocol"] == PROTOCOL_VERSION
     run = get("/api/run").json()
     assert run["run_id"] == health["run_id"] and run["state"] == "running"
     r = httpx.post(srv.url + "/api/run/control", json={"type": "control", "action": "pause"})

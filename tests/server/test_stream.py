@@ -11,6 +11,8 @@ import httpx
 import pytest
 from wsclient import Client, is_error, is_event
 
+from app.protocol import PROTOCOL_VERSION
+
 
 @pytest.fixture(scope="module")
 def srv(live_server_module):
@@ -31,7 +33,9 @@ def test_hello_then_snapshot_then_steps_in_order(srv) -> None:
         return hello, snap, steps
 
     hello, snap, steps = run(go())
-    assert hello["type"] == "hello" and hello["protocol"] == 1 and hello["can_control"]
+    assert (
+        hello["type"] == "hello" and hello["protocol"] == PROTOCOL_VERSION and hello["can_control"]
+    )
     assert len(hello["topology"]["gpus"]) == 8 and hello["config"]["gpus"] == 8
     assert hello["preset"]["name"] == "h100" and hello["n_params"] > 0
     assert snap["type"] == "snapshot" and snap["status"]["run_id"] == hello["run_id"]

@@ -1,28 +1,48 @@
 """The step timeline (static/js/scene/timeline.js), driven with made-up clocks in a real page.
 
-It decides what the scene shows when: phases in order and in proportion, no phase skipped on
-slow frames, no backlog when steps come fast, and no colour flashing faster than 3 times a
-second at full speed. It imports nothing, so it runs in a plain page without WebGL.
+It plays a step's trace (lanes of timed events, one per GPU) on one clock and decides what
+the scene shows when: blocks of work in order and in proportion, every lane's own event at
+each moment, no block skipped on slow frames, no backlog when steps come fast, and no colour
+flashing faster than 3 times a second at full speed. It needs no WebGL.
 """
 
 from __future__ import annotations
 
 import pytest
 
-PHASES = [
-    {"name": "data", "sim_s": 0.001, "wall_s": 0.0},
-    {"name": "forward", "sim_s": 0.010, "wall_s": 0.0},
-    {"name": "backward", "sim_s": 0.020, "wall_s": 0.0},
-    {"name": "allreduce", "sim_s": 0.060, "wall_s": 0.0},
-    {"name": "optimizer", "sim_s": 0.0005, "wall_s": 0.0},
-    {"name": "checkpoint", "sim_s": 0.0, "wall_s": 0.0},
-]
+from app.protocol import trace_kinds
 
-RUN = """async ([phases, script]) => {
+
+def dp_trace(gpus: int = 4, *, checkpoint: bool = False) -> dict:
+    """A data-parallel step as the server sends it: shared spans and one ring."""
+    spans, t = [], 0.0
+    for kind, dur in (("data", 0.001), ("forward", 0.010), ("backward", 0.020)):
+        spans.append({"kind": kind, "t0": t, "dur": dur, "lanes": None, "wall_s": 0.0})
+        t += dur
+    passes = 2 * (gpus - 1)
+    ring = {
+        "kind": "allreduce",
+        "t0": t,
+        "pass_s": [[0.06 / passes, passes]],
+        "ring": list(range(gpus)),
+        "links": ["nvlink"] * gpus,
+        "chunk_bytes": [100] * gpus,
+        "wall_s": 0.0,
+    }
+    t += 0.06
+    tail = [("optimizer", 0.0005)] + ([("checkpoint", 0.002)] if checkpoint else [])
+    for kind, dur in tail:
+        spans.append({"kind": kind, "t0": t, "dur": dur, "lanes": None, "wall_s": 0.0})
+        t += dur
+    return {"gpus": gpus, "step_s": t, "spans": spans, "rings": [ring]}
+
+
+RUN = """async ([traces, kinds, script]) => {
   const { Timeline } = await import('/static/js/scene/timeline.js');
   const tl = new Timeline();
-  const step = (n, events = []) => ({ step: n, phases, events });
-  return (new Function('tl', 'step', script))(tl, step);
+  tl.setKinds(kinds);
+  const step = (n, events = [], trace = traces.plain) => ({ step: n, trace, events });
+  return (new Function('tl', 'step', 'traces', script))(tl, step, traces);
 }"""
 
 
@@ -31,7 +51,25 @@ def run(browser, server):
     ctx = browser.new_context()
     page = ctx.new_page()
     page.goto(f"{server.url}/api/health")
-    yield lambda script: page.evaluate(RUN, [PHASES, script])
+    kinds = [k.model_dump() for k in trace_kinds()]
+    traces = {
+        "plain": dp_trace(),
+        "saved": dp_trace(checkpoint=True),
+        # Two GPUs that are not in lockstep, as in a pipeline: GPU 0 computes while GPU 1
+        # waits for its input, then the other way round.
+        "staggered": {
+            "gpus": 2,
+            "step_s": 0.02,
+            "spans": [
+                {"kind": "forward", "t0": 0.0, "dur": 0.01, "lanes": [0]},
+                {"kind": "wait", "t0": 0.0, "dur": 0.01, "lanes": [1]},
+                {"kind": "wait", "t0": 0.01, "dur": 0.01, "lanes": [0]},
+                {"kind": "forward", "t0": 0.01, "dur": 0.01, "lanes": [1]},
+            ],
+            "rings": [],
+        },
+    }
+    yield lambda script: page.evaluate(RUN, [traces, kinds, script])
     ctx.close()
 
 
@@ -44,13 +82,16 @@ def test_phases_play_in_order_in_proportion_within_the_step(run) -> None:
           const s = tl.at(t);
           if (s.phase && seen[seen.length - 1]?.phase !== s.phase) seen.push({phase: s.phase, t});
         }
-        return { seen, duration: tl.duration, slices: tl.slices, playing: tl.playing };
+        return {
+          seen, duration: tl.duration, playing: tl.playing,
+          blocks: tl.blocks.map((b) => ({ name: b.primary, w0: b.w0, w1: b.w1 })),
+        };
         """
     )
     names = [s["phase"] for s in out["seen"]]
     # No checkpoint phase: this step saved nothing.
     assert names == ["data", "forward", "backward", "allreduce", "optimizer"]
-    shares = {s["name"]: s["t1"] - s["t0"] for s in out["slices"]}
+    shares = {s["name"]: s["w1"] - s["w0"] for s in out["blocks"]}
     assert min(shares.values()) >= 0.05  # every phase gets a visible share
     assert shares["allreduce"] > shares["backward"] > shares["forward"]  # in proportion
     assert 1.5 <= out["duration"] <= 2.6  # lesson pace: about two seconds
@@ -60,7 +101,7 @@ def test_phases_play_in_order_in_proportion_within_the_step(run) -> None:
 def test_slow_frames_never_skip_a_phase(run) -> None:
     out = run(
         """
-        tl.onStep(step(1, [{kind: 'checkpoint_saved', detail: {}}]), 0, 4);
+        tl.onStep(step(1, [{kind: 'checkpoint_saved', detail: {}}], traces.saved), 0, 4);
         const seen = [];
         for (let t = 0; t < 20000 && seen.length < 12; t += 1500) {  // a frame every 1.5 s
           const s = tl.at(t);
@@ -77,7 +118,7 @@ def test_a_failed_step_shows_no_all_reduce(run) -> None:
     out = run(
         """
         tl.onStep(step(1, [{kind: 'gpu_failed', detail: {gpu: 2}}]), 0, 'lesson');
-        return tl.slices.map((s) => s.name);
+        return tl.blocks.map((b) => b.primary);
         """
     )
     assert "allreduce" not in out and out[:3] == ["data", "forward", "backward"]
@@ -112,3 +153,42 @@ def test_fast_steps_keep_only_the_newest_and_never_flash(run) -> None:
     for phase, times in out["changes"].items():
         for i in range(len(times) - 3):
             assert times[i + 3] - times[i] >= 1000, (phase, times)
+
+
+def test_every_lane_plays_its_own_events(run) -> None:
+    out = run(
+        """
+        tl.onStep(step(1, [], traces.staggered), 0, 'lesson');
+        const seen = [];
+        for (let t = 0; t <= 3000; t += 25) {
+          const s = tl.at(t);
+          if (!s.active) continue;
+          const now = [s.lane(0)?.kind ?? null, s.lane(1)?.kind ?? null].join('/');
+          if (seen[seen.length - 1] !== now) seen.push(now);
+        }
+        return seen;
+        """
+    )
+    assert out == ["forward/wait", "wait/forward"]
+
+
+def test_ring_lanes_name_their_pass_peer_and_chunk(run) -> None:
+    out = run(
+        """
+        tl.onStep(step(1), 0, 'lesson');
+        const found = [];
+        for (let t = 0; t <= 3000; t += 5) {
+          const s = tl.at(t);
+          if (s.phase !== 'allreduce') continue;
+          const e = s.lane(2);
+          if (!found.length || found[found.length - 1].index !== e.index) found.push(e);
+        }
+        return found;
+        """
+    )
+    # 4 GPUs: 6 passes, each GPU sending to the next, 3 reduce-scatter then 3 all-gather.
+    assert [e["index"] for e in out] == [1, 2, 3, 4, 5, 6]
+    assert all(e["peer"] == 3 and e["src"] == 1 and e["passes"] == 6 for e in out)
+    assert [e["phase"] for e in out] == ["reduce_scatter"] * 3 + ["all_gather"] * 3
+    # GPU 2 sends chunk 2, 1, 0 in reduce-scatter, then forwards 3, 2, 1 in all-gather.
+    assert [e["chunk"] for e in out] == [2, 1, 0, 3, 2, 1]

@@ -1,30 +1,47 @@
-// Turns each step message into a short, ordered animation of its phases.
+// One animation clock for a step: plays the step's trace (every GPU's lane of timed events)
+// in a couple of seconds of wall time.
 //
-// A step's phases (data -> forward -> backward -> all-reduce -> update -> checkpoint) are
-// shown in proportion to their simulated times, but every phase gets a minimum share so a
-// 2 ms update is still visible. The whole animation is fitted into the time until the next
-// step is expected, so at lesson pace it plays over about two seconds and at full speed it is
-// compressed down to a floor, so that at full speed the colours change about once a second
-// and never flash (no more than three changes a second for any one colour). A new step
-// replaces the one playing once that one has been on screen for the floor; until then only
-// the newest waiting step is kept: there is never a backlog.
+// The trace is cut into blocks, stretches in which the same kinds of work go on (for data
+// parallelism: data, forward, backward, the ring, the update, a checkpoint). Each block gets
+// wall time in proportion to its simulated time, but never less than a minimum share, so a
+// 40 ns forward pass is still visible beside a 450 us all-reduce. Inside a block simulated
+// time runs linearly, so every lane's events play at their true relative moments. Parts ask
+// the returned frame what each GPU is doing (`lane(g)`); nothing here knows which kinds exist.
+//
+// The whole animation is fitted into the time until the next step is expected, so at lesson
+// pace it plays over about two seconds and at full speed it is compressed down to a floor, so
+// that the colours change about once a second and never flash (no more than three changes a
+// second for any one colour). A new step replaces the one playing once that one has been on
+// screen for the floor; until then only the newest waiting step is kept: never a backlog.
 
-const ORDER = ['data', 'forward', 'backward', 'allreduce', 'optimizer', 'checkpoint'];
+import { TraceView } from './trace.js';
+
 const MIN_SHARE = 0.08;
 const LESSON_S = 2.0;
 const MIN_S = 0.9;
 const MAX_S = 2.6;
 
+const IDLE = Object.freeze({ phase: null, phaseT: 0, stepT: 1, simT: 0, active: false, lane: () => null, view: null, block: null });
+
 export class Timeline {
   constructor() {
     this.msg = null;
+    this.view = null;
     this.start = 0;
     this.duration = 0;
-    this.slices = []; // [{name, t0, t1}] as fractions of the step animation
+    this.blocks = []; // [{t0, t1 (sim s), w0, w1 (fractions of the animation), kinds, primary}]
     this.lastArrival = 0;
     this.interval = LESSON_S; // smoothed wall seconds between step messages
-    this.shown = -1; // index of the last phase drawn for this step
+    this.shown = -1; // index of the last block drawn for this step
     this.pending = null; // {msg, speed}: the newest step waiting for the floor to pass
+    this.groups = {}; // kind -> time-bar group, from hello
+    this.transfers = new Set(); // kinds that move data between GPUs, from hello
+  }
+
+  /** The kinds table from `hello.trace_kinds`. */
+  setKinds(kinds) {
+    this.groups = Object.fromEntries((kinds ?? []).map((k) => [k.kind, k.group]));
+    this.transfers = new Set((kinds ?? []).filter((k) => k.transfer).map((k) => k.kind));
   }
 
   /** Expected seconds until the next step, from the run's speed and the measured arrivals. */
@@ -57,62 +74,72 @@ export class Timeline {
     this.start = now;
     this.shown = -1;
     this.duration = Math.min(MAX_S, Math.max(MIN_S, this.expected(speed) * 0.92));
-    const events = msg.events || [];
-    const failed = events.some((e) => e.kind === 'gpu_failed');
-    const saved = events.some((e) => e.kind === 'checkpoint_saved');
-    const sim = new Map((msg.phases || []).map((p) => [p.name, Math.max(0, p.sim_s || 0)]));
-    const names = ORDER.filter((n) => {
-      if (n === 'checkpoint') return saved;
-      // A failure stops the ring: no all-reduce to show for the failed attempt.
-      if (n === 'allreduce' && failed) return false;
-      return true;
-    });
-    const total = names.reduce((a, n) => a + (sim.get(n) || 0), 0) || 1;
-    const raw = names.map((n) => Math.max(MIN_SHARE, (sim.get(n) || 0) / total));
-    const sum = raw.reduce((a, b) => a + b, 0);
-    let t = 0;
-    this.slices = names.map((name, i) => {
-      const t0 = t;
-      t += raw[i] / sum;
-      return { name, t0, t1: t };
+    // A failure breaks the ring: the failed attempt's transfers are not shown.
+    const failed = (msg.events || []).some((e) => e.kind === 'gpu_failed');
+    this.view = new TraceView(msg.trace, { groups: this.groups, skip: failed ? this.transfers : new Set() });
+    const blocks = this.view.blocks.filter((b) => b.t1 > b.t0);
+    const total = blocks.reduce((a, b) => a + (b.t1 - b.t0), 0) || 1;
+    const floor = Math.min(MIN_SHARE, 0.5 / Math.max(1, blocks.length));
+    const raw = blocks.map((b) => Math.max(floor, (b.t1 - b.t0) / total));
+    const sum = raw.reduce((a, b) => a + b, 0) || 1;
+    let w = 0;
+    this.blocks = blocks.map((b, i) => {
+      const w0 = w;
+      w += raw[i] / sum;
+      return { ...b, w0, w1: w };
     });
   }
 
-  /** {phase, phaseT, stepT, active} at wall time `now` (ms). Call once per drawn frame:
-   * a phase is never skipped, even when frames are slower than the phase is short (a busy
-   * laptop, software WebGL), because each call advances at most one phase. */
+  /** The frame's view of the step at wall time `now` (ms): {phase (the block's main kind),
+   * phaseT (0..1 through the block), stepT, simT (simulated seconds into the step), active,
+   * lane(g) -> GPU g's event at simT or null, view, block}. Call once per drawn frame: a
+   * block is never skipped, even when frames are slower than the block is short (a busy
+   * laptop, software WebGL), because each call advances at most one block. */
   at(now) {
     if (this.pending && (now - this.start) / 1000 >= MIN_S) {
       this._begin(this.pending.msg, now, this.pending.speed);
     }
-    if (!this.msg || !this.duration) return { phase: null, phaseT: 0, stepT: 1, active: false };
+    if (!this.msg || !this.duration || !this.blocks.length) return IDLE;
     const stepT = (now - this.start) / 1000 / this.duration;
-    let idx = this.slices.findIndex((x) => stepT < x.t1);
-    if (idx < 0) idx = this.slices.length; // time is up
+    let idx = this.blocks.findIndex((b) => stepT < b.w1);
+    if (idx < 0) idx = this.blocks.length; // time is up
     let catchingUp = false;
     if (idx > this.shown + 1) {
       idx = this.shown + 1;
       catchingUp = true;
     }
     this.shown = Math.max(this.shown, idx);
-    if (idx >= this.slices.length) return { phase: null, phaseT: 1, stepT: 1, active: false };
-    const s = this.slices[idx];
-    const phaseT = catchingUp
-      ? 0.5
-      : Math.min(1, Math.max(0, (stepT - s.t0) / Math.max(1e-6, s.t1 - s.t0)));
-    return { phase: s.name, phaseT, stepT: Math.min(1, Math.max(0, stepT)), active: true };
+    if (idx >= this.blocks.length) return { ...IDLE, phaseT: 1 };
+    const b = this.blocks[idx];
+    const phaseT = catchingUp ? 0.5 : Math.min(1, Math.max(0, (stepT - b.w0) / Math.max(1e-9, b.w1 - b.w0)));
+    // Ask the lanes just inside the block, so its last instant still belongs to it.
+    const simT = b.t0 + Math.min(phaseT, 0.9999) * (b.t1 - b.t0);
+    const view = this.view;
+    const cache = new Map();
+    return {
+      phase: b.primary,
+      phaseT,
+      stepT: Math.min(1, Math.max(0, stepT)),
+      simT,
+      active: true,
+      view,
+      block: b,
+      lane(g) {
+        if (!cache.has(g)) cache.set(g, view.eventAt(g, simT));
+        return cache.get(g);
+      },
+    };
   }
 
-  /** True while the current step still has phases left to draw. */
+  /** True while the current step still has blocks left to draw. */
   get playing() {
-    return Boolean(
-      (this.msg && this.duration && this.shown < this.slices.length) || this.pending,
-    );
+    return Boolean((this.msg && this.duration && this.shown < this.blocks.length) || this.pending);
   }
 
   clear() {
     this.pending = null;
     this.msg = null;
+    this.view = null;
     this.duration = 0;
   }
 }

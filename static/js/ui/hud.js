@@ -1,16 +1,12 @@
 // The heads-up display: run state, step, loss, measured tokens/s, restarts, and the simulated
-// step time as a stacked bar (data, compute, all-reduce, checkpoint) with units.
+// step time as a stacked bar with units. The bar is the sum of the step's lanes: each group
+// (data, compute, all-reduce, checkpoint, waiting: the table comes with `hello`) is the time
+// the GPUs' lanes spend in it, averaged over the GPUs.
 
+import { TraceView } from '../scene/trace.js';
 import { el, fmtInt, fmtLoss, fmtRate, fmtSeconds, fmtSpeed } from './format.js';
 
-// The bar groups the engine's six phases the way people talk about a step.
-const GROUPS = [
-  { id: 'data', label: 'data', phases: ['data'] },
-  { id: 'compute', label: 'compute (forward + backward + update)', phases: ['forward', 'backward', 'optimizer'] },
-  { id: 'allreduce', label: 'all-reduce', phases: ['allreduce'] },
-  { id: 'checkpoint', label: 'checkpoint', phases: ['checkpoint'] },
-];
-// Tiny phases still get a sliver so the bar never hides that they happen.
+// Tiny groups still get a sliver so the bar never hides that they happen.
 const MIN_SHARE = 0.015;
 
 export function mountHud(store) {
@@ -28,15 +24,26 @@ export function mountHud(store) {
     assumption: $('time-assumption'),
   };
 
+  let groups = []; // [{id, label}] from hello, in the order they are drawn
+  let groupOf = {}; // kind -> group
   const segs = {};
+  const legendRows = {};
   const legendVals = {};
-  for (const g of GROUPS) {
-    segs[g.id] = el('div', { class: `seg seg-${g.id}`, title: g.label });
-    nodes.bar.append(segs[g.id]);
-    legendVals[g.id] = el('span', { class: 'v' });
-    nodes.legend.append(
-      el('li', {}, el('i', { class: `sw seg-${g.id}` }), el('span', { text: g.label }), legendVals[g.id]),
-    );
+  const seen = new Set(); // groups that have had time in this run: their rows stay put
+
+  function buildGroups(hello) {
+    groups = hello?.trace_groups ?? [];
+    groupOf = Object.fromEntries((hello?.trace_kinds ?? []).map((k) => [k.kind, k.group]));
+    nodes.bar.replaceChildren();
+    nodes.legend.replaceChildren();
+    seen.clear();
+    for (const g of groups) {
+      segs[g.id] = el('div', { class: `seg seg-${g.id}`, title: g.label });
+      nodes.bar.append(segs[g.id]);
+      legendVals[g.id] = el('span', { class: 'v' });
+      legendRows[g.id] = el('li', { hidden: true }, el('i', { class: `sw seg-${g.id}` }), el('span', { text: g.label }), legendVals[g.id]);
+      nodes.legend.append(legendRows[g.id]);
+    }
   }
 
   function renderStatus() {
@@ -59,23 +66,21 @@ export function mountHud(store) {
 
   function renderTime() {
     const step = store.state.step;
-    if (!step?.phases?.length) return;
-    const byGroup = {};
-    let total = 0;
-    for (const g of GROUPS) {
-      byGroup[g.id] = step.phases
-        .filter((p) => g.phases.includes(p.name))
-        .reduce((a, p) => a + (p.sim_s || 0), 0);
-      total += byGroup[g.id];
-    }
-    let shares = GROUPS.map((g) => (total > 0 ? byGroup[g.id] / total : 0));
-    shares = shares.map((x, i) => (byGroup[GROUPS[i].id] > 0 ? Math.max(x, MIN_SHARE) : 0));
+    if (!step?.trace || !groups.length) return;
+    const seconds = new TraceView(step.trace, { groups: groupOf }).groupSeconds();
+    const total = groups.reduce((a, g) => a + (seconds[g.id] ?? 0), 0);
+    let shares = groups.map((g) => (total > 0 ? (seconds[g.id] ?? 0) / total : 0));
+    shares = shares.map((x, i) => (seconds[groups[i].id] > 0 ? Math.max(x, MIN_SHARE) : 0));
     const norm = shares.reduce((a, b) => a + b, 0) || 1;
-    GROUPS.forEach((g, i) => {
+    groups.forEach((g, i) => {
+      const v = seconds[g.id] ?? 0;
+      if (v > 0) seen.add(g.id);
       segs[g.id].style.flexBasis = `${(100 * shares[i]) / norm}%`;
-      legendVals[g.id].textContent = fmtSeconds(byGroup[g.id]);
+      legendRows[g.id].hidden = !seen.has(g.id);
+      legendVals[g.id].textContent = fmtSeconds(v);
     });
-    segs.data.classList.toggle('waited', Boolean(step.loader?.waited));
+    segs.data?.classList.toggle('waited', Boolean(step.loader?.waited));
+    nodes.bar.dataset.total = String(total);
     nodes.total.textContent = `${fmtSeconds(step.sim_step_s ?? total)} simulated · ${fmtSeconds(step.wall_step_s)} here`;
   }
 
@@ -95,7 +100,9 @@ export function mountHud(store) {
     nodes.assumption.title = (p.sources ?? []).join('\n');
   }
 
-  store.on('hello', () => {
+  store.on('hello', (msg) => {
+    buildGroups(msg);
+    renderTime();
     renderAssumption();
     renderStatus();
   });

@@ -1,6 +1,11 @@
 // Live numbers drawn from the store, already formatted with units. Tour caption templates
 // in the scene data name them as {placeholders}; part cards show them as facts.
+//
+// The names and what each means are listed once, in app/scenes.py (CAPTION_PLACEHOLDERS),
+// which the page also receives as the scene's `placeholders`; liveValues gives a value for
+// exactly those names (tests/web/test_ui_live.py checks both ways).
 
+import { TraceView } from '../scene/trace.js';
 import { fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds } from './format.js';
 
 function lastCheckpoint(state) {
@@ -8,12 +13,14 @@ function lastCheckpoint(state) {
   return ok.length ? ok[ok.length - 1] : null;
 }
 
-function phaseSum(step, names) {
-  if (!step?.phases) return null;
-  return step.phases.filter((p) => names.includes(p.name)).reduce((a, p) => a + p.sim_s, 0);
+/** Simulated seconds per time-bar group: the step's lanes summed, as the HUD's bar shows. */
+function groupSeconds(step, hello) {
+  if (!step?.trace) return {};
+  const groups = Object.fromEntries((hello?.trace_kinds ?? []).map((k) => [k.kind, k.group]));
+  return new TraceView(step.trace, { groups }).groupSeconds();
 }
 
-/** Every placeholder a caption may use, as display strings. */
+/** A display string for every declared placeholder name. */
 export function liveValues(store) {
   const s = store.state;
   const step = s.step;
@@ -26,6 +33,7 @@ export function liveValues(store) {
   const ckpt = lastCheckpoint(s);
   const tps = store.tokensPerSecond();
   const simTps = step?.sim_step_s > 0 ? step.tokens / step.sim_step_s : null;
+  const seconds = groupSeconds(step, hello);
   return {
     step: fmtInt(s.status?.step ?? step?.step),
     epoch: fmtInt(step?.epoch ?? s.status?.epoch),
@@ -47,7 +55,6 @@ export function liveValues(store) {
     ring_bytes_total: fmtBytes(step?.ring?.bytes_total),
     ring_bytes_per_gpu: fmtBytes(step?.ring?.bytes_per_gpu),
     ring_passes: fmtInt(step?.ring?.passes),
-    passes: fmtInt(step?.ring?.passes),
     busiest_link: fmtBytes(step?.ring?.busiest_link_bytes),
     queue_depth: fmtInt(step?.loader?.queue_depth),
     queue_capacity: fmtInt(step?.loader?.queue_capacity),
@@ -61,8 +68,8 @@ export function liveValues(store) {
     memory_per_gpu: fmtBytes(mem0?.total),
     memory_capacity: fmtBytes(mem0?.capacity),
     sim_step: fmtSeconds(step?.sim_step_s),
-    sim_compute: fmtSeconds(phaseSum(step, ['forward', 'backward', 'optimizer'])),
-    sim_allreduce: fmtSeconds(phaseSum(step, ['allreduce'])),
+    sim_compute: fmtSeconds(seconds.compute ?? null),
+    sim_allreduce: fmtSeconds(seconds.allreduce ?? null),
     top_word: top ? top.token : '…',
     top_p: top ? `${Math.round(top.p * 100)}%` : '–',
     restarts: fmtInt(s.status?.restarts ?? s.rollbacks),
@@ -73,15 +80,15 @@ export function liveValues(store) {
 
 /** The most recent probe: it only rides on every few steps. */
 export function lastProbe(state) {
-  return state._lastProbe ?? null;
+  return state.lastProbe ?? null;
 }
 
 export function rememberProbe(store) {
   store.on('step', (msg) => {
-    if (msg.probe) store.state._lastProbe = msg.probe;
+    if (msg.probe) store.set('lastProbe', msg.probe);
   });
   store.on('snapshot', (msg) => {
-    if (msg.last_step?.probe) store.state._lastProbe = msg.last_step.probe;
+    if (msg.last_step?.probe) store.set('lastProbe', msg.last_step.probe);
   });
 }
 

@@ -1,9 +1,9 @@
 // Part 3, the GPU servers: server boards, GPU packages that glow with the pass they are in,
 // and each GPU's memory wall.
 //
-// Forward glows amber, backward pink (from the palette). A GPU waiting for data is hatched
-// grey; a failed GPU turns red and gets an X (shape as well as colour); a replaced one shows a
-// brief outline. The memory wall behind each GPU fills with its memory account: the live
+// Each GPU plays its own lane of the step's trace: forward glows amber, backward pink (from
+// the palette). A GPU that waits (for data, or for its turn) is hatched grey; a failed GPU
+// turns red and gets an X (shape as well as colour); a replaced one shows a brief outline. The memory wall behind each GPU fills with its memory account: the live
 // account of the tiny model (store.state.memoryCase === null), or a case from the memory lab
 // ({label, fraction, parts, fits}) which may overflow the wall into a hatched "doesn't fit"
 // extension. Every kind of thing is one InstancedMesh, so draw calls do not grow with GPUs.
@@ -170,6 +170,10 @@ export function build(ctx, spec) {
   const flat = new THREE.Quaternion().setFromAxisAngle(new THREE.Vector3(1, 0, 0), -Math.PI / 2);
   let lastKey = '';
   let lastMemKey = null;
+  // Per GPU, this frame: 0 idle / 1 forward / 2 backward, glow level (0-50), waiting.
+  const glowOf = new Uint8Array(n);
+  const levelOf = new Uint8Array(n);
+  const waitOf = new Uint8Array(n);
   let counts = { activeGpus: 0, waiting: 0, failed: 0 };
   let overflowWalls = 0;
 
@@ -215,24 +219,30 @@ export function build(ctx, spec) {
   return {
     object: group,
     update(frame) {
-      const { run, phase, palette: pal } = frame;
+      const { run, palette: pal } = frame;
       updateMemory(run);
       frame.debug.overflowWalls = overflowWalls;
       frame.debug.memoryBands = bands.count;
       const failed = run.failedGpus || new Set();
       const now = frame.time;
-      const loader = frame.step?.loader;
-      const isWaiting = phase === 'data' && loader?.waited;
-      const glow = phase === 'forward' ? pal.forward : phase === 'backward' ? pal.backward : null;
-      // Brightness rises into each pass and eases off at its end, never flashing.
-      const k = frame.reduced ? 1 : Math.sin(Math.PI * Math.min(1, Math.max(0, frame.phaseT)));
-      const level = glow ? 0.55 + 0.45 * k : 0;
+      const loaderWaited = Boolean(frame.step?.loader?.waited);
       let fresh = 0;
       for (const [g, t] of replacedAt) {
         if (now - t > NEW_OUTLINE_S) replacedAt.delete(g);
         else fresh += 1;
       }
-      const key = `${phase}|${level.toFixed(2)}|${isWaiting}|${[...failed].join(',')}|${fresh}|${pal.theme}`;
+      // Each GPU shows what its own lane of the step is doing now: forward amber, backward
+      // pink, waiting (an idle slot, or no data ready) hatched.
+      for (let i = 0; i < n; i++) {
+        const ev = frame.lane(lay.gpus[i].id);
+        const kind = ev?.kind ?? null;
+        glowOf[i] = kind === 'forward' ? 1 : kind === 'backward' ? 2 : 0;
+        // Brightness rises into each pass and eases off at its end, never flashing.
+        const k = frame.reduced ? 1 : Math.sin(Math.PI * Math.min(1, Math.max(0, ev?.progress ?? 0)));
+        levelOf[i] = glowOf[i] ? Math.round((0.55 + 0.45 * k) * 50) : 0;
+        waitOf[i] = kind === 'wait' || (kind === 'data' && loaderWaited) ? 1 : 0;
+      }
+      const key = `${glowOf.join('')}|${levelOf.join(',')}|${waitOf.join('')}|${[...failed].join(',')}|${fresh}|${pal.theme}`;
       if (key === lastKey) {
         Object.assign(frame.debug, counts);
         return fresh > 0;
@@ -240,7 +250,7 @@ export function build(ctx, spec) {
       lastKey = key;
 
       const idle = new THREE.Color(pal.gpuIdle);
-      const lit = glow ? new THREE.Color(glow) : null;
+      const lit = [null, new THREE.Color(pal.forward), new THREE.Color(pal.backward)];
       const c = new THREE.Color();
       let active = 0;
       let x = 0;
@@ -253,14 +263,14 @@ export function build(ctx, spec) {
           place(cross, x++, g.x, g.y + 0.05, g.z + gd / 2 + 0.06, 1, 1, 1, rotM45);
           continue;
         }
-        if (lit) {
-          c.copy(idle).lerp(lit, level);
+        if (glowOf[i]) {
+          c.copy(idle).lerp(lit[glowOf[i]], levelOf[i] / 50);
           die.setColorAt(i, c);
           active += 1;
         } else {
           tint(die, i, pal.gpuIdle);
         }
-        if (isWaiting) place(waiting, w++, g.x, g.y + gh / 2 + 0.07, g.z, 1, 1, 1, flat);
+        if (waitOf[i]) place(waiting, w++, g.x, g.y + gh / 2 + 0.07, g.z, 1, 1, 1, flat);
       }
       let o = 0;
       for (const gpuId of replacedAt.keys()) {

@@ -12,6 +12,8 @@ import * as THREE from 'three';
 import { commit, disposeTree, instanced, place, tag } from '../util.js';
 
 const MAX_DRAWN_PASSES = 6;
+const TRACK_IDLE = 0.16;
+const TRACK_LIT = 0.5;
 
 function pointAt(path, d, out) {
   // d in [0, path.length]
@@ -45,7 +47,7 @@ export function build(ctx) {
   }
   const trackGeo = new THREE.BufferGeometry();
   trackGeo.setAttribute('position', new THREE.Float32BufferAttribute(verts, 3));
-  const trackMat = new THREE.LineBasicMaterial({ color: palette.allreduce, transparent: true, opacity: 0.16 });
+  const trackMat = new THREE.LineBasicMaterial({ color: palette.allreduce, transparent: true, opacity: TRACK_IDLE });
   const track = new THREE.LineSegments(trackGeo, trackMat);
 
   // The longest hop decides the pulse speed, so every pulse moves at the same constant speed.
@@ -60,24 +62,37 @@ export function build(ctx) {
   tag(group, 'ring');
   scene.add(group);
   const at = [0, 0, 0];
+  const sending = new Uint8Array(paths.length);
+  let passes = 2 * Math.max(1, paths.length - 1);
   let wasOn = false;
-  let count = 0;
 
   return {
     object: group,
     update(frame) {
-      const on = frame.phase === 'allreduce' && frame.signal;
-      if (!on) {
+      // Pulses go where the lanes say a chunk is travelling: each GPU whose event now is a
+      // ring send to the next GPU on a drawn route.
+      let active = 0;
+      if (frame.signal && frame.block?.kinds?.has('allreduce')) {
+        for (let i = 0; i < paths.length; i++) {
+          const ev = frame.lane(paths[i].src);
+          sending[i] = ev && ev.kind === 'allreduce' && ev.peer === paths[i].dst ? 1 : 0;
+          if (sending[i]) {
+            active += 1;
+            passes = ev.passes || passes;
+          }
+        }
+      }
+      if (!active) {
         if (wasOn || pulses.count) {
           pulses.count = 0;
-          trackMat.opacity = 0.16;
+          trackMat.opacity = TRACK_IDLE;
           wasOn = false;
         }
         frame.debug.pulses = 0;
         return false;
       }
       wasOn = true;
-      trackMat.opacity = 0.5;
+      trackMat.opacity = TRACK_LIT;
       frame.debug.ringLit = true;
       if (frame.reduced) {
         // Reduced motion: the lit track is the signal; no moving pulses.
@@ -85,15 +100,18 @@ export function build(ctx) {
         frame.debug.pulses = 0;
         return false;
       }
-      const real = frame.step?.ring?.passes || 2 * Math.max(1, paths.length - 1);
-      const drawn = Math.max(1, Math.min(real, MAX_DRAWN_PASSES));
+      // The ring's passes all look alike; a few laps are drawn over the ring's share of the
+      // step so each stays a readable moment (the caption and HUD give the real count).
+      const drawn = Math.max(1, Math.min(passes, MAX_DRAWN_PASSES));
       const t = Math.min(0.9999, frame.phaseT) * drawn;
-      const within = t - Math.floor(t); // progress through the current pass
-      count = 0;
-      for (const p of paths) {
-        // Constant speed: a hop of length L finishes at L / longest of the pass.
-        // A hop that arrives early waits at its GPU: a pass ends when its slowest hop lands,
-        // as in a real ring, where the slowest link sets the pace.
+      const within = t - Math.floor(t); // progress through the current drawn pass
+      let count = 0;
+      for (let i = 0; i < paths.length; i++) {
+        if (!sending[i]) continue;
+        const p = paths[i];
+        // Constant speed: a hop of length L finishes at L / longest of the pass. A hop that
+        // arrives early waits at its GPU: a pass ends when its slowest hop lands, as in a
+        // real ring, where the slowest link sets the pace.
         const d = Math.min(p.length, within * longest);
         pointAt(p, d, at);
         place(pulses, count++, at[0], at[1], at[2]);
