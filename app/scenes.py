@@ -2,10 +2,12 @@
 
 A scene lives in `scenes/<name>.json` (see `app.paths.SCENES_DIR`): its numbered parts with
 their one-line descriptions and card facts, the camera views behind keys 0-4, the guided tour
-and its caption templates, the key legend and what each colour means. The browser draws from
-this data; the server hands it out at `/api/scenes/{name}`. Validating it here means a typo
-in a scene file fails loudly at load time and in the tests, not as a blank label on a
-projector.
+and its caption templates, and what each colour means. The browser draws from this data; the
+server hands it out at `/api/scenes/{name}`. Validating it here means a typo in a scene file
+fails loudly at load time and in the tests, not as a blank label on a projector.
+
+The keyboard map is not scene data: it is the page's own table (`static/js/ui/keys.js`),
+which both the help and the key legend read.
 """
 
 from __future__ import annotations
@@ -23,33 +25,50 @@ from app.paths import SCENES_DIR
 # The parts every training-run scene must number, in order: the story runs left to right.
 PART_IDS = ("datalake", "loaders", "gpus", "fabric", "ring", "model", "checkpoints")
 
-# Live values a tour caption may quote; the browser fills them from the run as it plays.
+# The live values the page computes from the run (`liveValues` in static/js/ui/live.js), by
+# name: the one list of them. Tour captions may quote any as {name} (checked below); part
+# cards show some as facts. The page gets this table as the scene's `placeholders`, and a
+# browser test checks that liveValues gives exactly these names.
 CAPTION_PLACEHOLDERS = {
     "step": "steps completed on the current timeline",
+    "epoch": "passes over the training text so far",
     "loss": "latest training loss (mean over all GPUs)",
+    "tokens_per_s": "tokens per simulated second at the preset's speed",
+    "tokens_per_s_here": "tokens per real second the run trains at, measured by the page",
+    "tokens": "tokens in the latest step, all GPUs together",
+    "tokens_total": "tokens trained on since step 0 of this timeline",
     "gpus": "number of simulated GPUs",
     "servers": "number of simulated servers",
-    "tokens_per_s": "tokens per simulated second at the preset's speed",
-    "ring_bytes": "bytes every GPU sent in the last all-reduce, with units",
-    "ring_passes": "passes in one ring all-reduce, 2 x (GPUs - 1)",
-    "checkpoint_step": "step of the newest saved checkpoint",
-    "n_params": "parameters in one copy of the model",
-    "top_word": "the model's most likely word after the probe prompt",
-    "top_p": "that word's probability, as a percentage",
-    "epoch": "passes over the training text so far",
-    "tokens_total": "tokens trained on since step 0 of this timeline",
+    "gpus_per_server": "GPUs in each server",
     "leaves": "leaf switches",
     "spines": "spine switches",
+    "n_params": "parameters in one copy of the model",
+    "params": "parameters in one copy of the model (the same as n_params)",
+    "vocab": "words in the model's vocabulary",
+    "ring_bytes": "bytes every GPU sent in the last all-reduce, with units",
+    "ring_bytes_per_gpu": "bytes every GPU sent in the last all-reduce (the same as ring_bytes)",
     "ring_bytes_total": "bytes carried over all links in the last all-reduce",
+    "ring_passes": "passes in one ring all-reduce, 2 x (GPUs - 1)",
     "busiest_link": "bytes on the busiest single link in the last all-reduce",
     "queue_depth": "batches ready in the loaders' queue when the GPUs asked",
     "queue_capacity": "batches the loaders' queue can hold",
+    "workers": "loader worker threads",
+    "samples_per_epoch": "training samples in one pass over the text",
+    "batches_per_epoch": "batches in one pass over the text",
+    "checkpoint_step": "step of the newest saved checkpoint",
+    "checkpoint_bytes": "size of the newest saved checkpoint",
+    "checkpoints": "checkpoints saved and kept",
     "checkpoint_every": "steps between checkpoints",
     "memory_per_gpu": "memory one GPU uses for the tiny model",
+    "memory_capacity": "memory one simulated GPU has",
     "sim_step": "simulated seconds for one step on the preset hardware",
+    "sim_compute": "simulated seconds of that step spent computing (forward, backward, update)",
     "sim_allreduce": "simulated seconds of that step spent in the all-reduce",
+    "top_word": "the model's most likely word after the probe prompt",
+    "top_p": "that word's probability, as a percentage",
     "restarts": "rollbacks after failures so far",
     "preset": "the simulated hardware preset",
+    "gpu_name": "the simulated GPU's name",
 }
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -125,11 +144,6 @@ class TourStop(_Strict):
         return v
 
 
-class KeySpec(_Strict):
-    key: str = Field(min_length=1, max_length=20)
-    label: str = Field(min_length=1, max_length=60)
-
-
 HexColour = Annotated[str, Field(pattern=_HEX_RE.pattern)]
 
 
@@ -149,7 +163,6 @@ class SceneSpec(_Strict):
     parts: list[PartSpec]
     views: list[ViewSpec]
     tour: list[TourStop] = Field(min_length=1)
-    keys: list[KeySpec] = Field(min_length=1)
     colours: dict[str, ColourSpec]
     background: dict[str, HexColour]
     placeholders: dict[str, str] = Field(default_factory=lambda: dict(CAPTION_PLACEHOLDERS))

@@ -61,20 +61,6 @@ function topologyKey(t) {
   return t ? `${t.gpus?.length}/${t.servers?.length}/${t.leaves?.length}/${t.spines?.length}` : '';
 }
 
-// Labs may be handed the stage before it exists (or where it never will): this stand-in
-// forwards to the real stage once there is one and otherwise does nothing.
-const stageProxy = new Proxy(
-  {},
-  {
-    get(_, name) {
-      if (name === 'ready') return Boolean(stage);
-      const v = stage?.[name];
-      if (typeof v === 'function') return v.bind(stage);
-      return v ?? (() => null);
-    },
-  },
-);
-
 function main() {
   const token = new URLSearchParams(window.location.search).get('token');
   const socket = connect(store, { token });
@@ -110,17 +96,12 @@ function main() {
   const projector = mountProjector(store, getStage);
   const toolbar = mountToolbar(store, actions, document.getElementById('toolbar'));
   mountKeys(actions, () => labs?.keys);
-  installTestHook({ store, getStage, actions, labels, tour });
+  const testHook = installTestHook({ store, getStage, actions, labels, tour });
 
   // The labs load on their own: a broken lab must never take the live run down with it.
   import('./labs/index.js')
     .then(({ mountLabs }) => {
-      labs = mountLabs({
-        store,
-        send,
-        stage: stageProxy,
-        ui: { toast: overlays.toast, actions, openCard: cards.open },
-      });
+      labs = mountLabs({ store, ui: { actions } });
       toolbar.addLabs(labs?.keys);
     })
     .catch((err) => {
@@ -136,7 +117,6 @@ function main() {
     cards.setParts(spec?.parts);
     labels.build(spec);
     tour.setSpec(spec);
-    panels.help.setSpec(spec);
     if (spec?.title) document.title = spec.title;
     // Probing for WebGL costs a context (slow on software renderers), so it waits until the
     // numbers are already on their way.
@@ -152,13 +132,21 @@ function main() {
       return;
     }
     const canvas = document.getElementById('stage');
+    let created;
     try {
-      stage = createStage(canvas, { spec, topology: hello.topology, store });
+      created = createStage(canvas, { spec, topology: hello.topology, store });
     } catch (err) {
-      console.warn('the 3D stage could not start', err);
+      created = { ok: false, error: err };
+    }
+    // WebGL can pass the probe above and still refuse the real canvas; then the stage is a
+    // no-op stand-in, and the page carries on as if there were no WebGL at all.
+    if (created.ok === false) {
+      console.warn('the 3D stage could not start', created.error);
       overlays.showNoWebGL();
       return;
     }
+    stage = created;
+    testHook.observeStage(stage);
     projector.attach();
     stage.setSignal(store.state.signal);
     stage.setSpin(store.state.spin);

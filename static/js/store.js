@@ -12,30 +12,37 @@ const FAILED_HOLD_MS = 3000;
 const reducedMotionQuery =
   typeof matchMedia === 'function' ? matchMedia('(prefers-reduced-motion: reduce)') : null;
 
+// Every key the page keeps, in one place. Server messages fill the first group (see apply());
+// the UI and the labs change the rest through store.set(key, value), which emits
+// 'change:<key>' and 'change'.
 function initialState() {
   return {
-    connection: 'connecting',
-    hello: null,
-    status: null,
-    step: null,
-    history: [],
-    events: [],
-    checkpoints: [],
-    lastRollback: null,
-    rollbacks: 0,
-    failures: 0,
-    failedGpus: new Set(),
-    lastEvent: null,
-    memoryCase: null,
-    placement: 'data',
-    view: 0,
-    labels: true,
-    signal: true,
-    spin: false,
-    exploded: false,
-    tour: { active: false, stop: 0 },
-    projector: false,
-    reducedMotion: Boolean(reducedMotionQuery && reducedMotionQuery.matches),
+    connection: 'connecting', // socket: 'connecting' | 'open' | 'lost'
+    hello: null, // the server's hello: config, topology, preset, run id
+    status: null, // run status (state, speed, step, loss, ...) from the snapshot, kept current
+    step: null, // the latest step message
+    history: [], // [{seq, step, loss}] for the loss chart
+    events: [], // the latest events, newest last
+    checkpoints: [], // saved checkpoints [{step, path, bytes, created, ok}]
+    lastRollback: null, // {failedStep, restoredStep, stepsLost, afterSeq} of the latest rollback
+    rollbacks: 0, // rollbacks seen since the page opened
+    failures: 0, // GPU failures seen since the page opened
+    failedGpus: new Set(), // GPUs down right now (held a moment after their replacement)
+    lastEvent: null, // the latest event, whatever its kind
+    lastProbe: null, // the latest probe (next-word guesses); it rides on only some steps
+    memoryCase: null, // the memory lab's chosen case, drawn on the GPUs' memory walls
+    placement: 'data', // how "swap it" shares the model out: 'data', 'tensor_pipeline', ...
+    placementPreview: false, // "swap it" is open: show the model copies even for data parallel
+    view: 0, // camera view 0-4
+    labels: true, // numbered labels shown
+    signal: true, // step animation shown
+    spin: false, // the scene turns slowly
+    exploded: false, // the fabric lifted above the servers
+    tour: { active: false, stop: 0 }, // the guided tour and its current stop
+    card: null, // id of the part whose card is open
+    helpOpen: false, // the key help overlay is open
+    projector: false, // projector theme
+    reducedMotion: Boolean(reducedMotionQuery && reducedMotionQuery.matches), // the OS asks for less motion
   };
 }
 

@@ -55,6 +55,23 @@ def test_tour_visits_every_part_and_uses_only_known_placeholders() -> None:
     assert sum(s.duration_s for s in spec.tour) < 120  # a tour fits in two minutes
 
 
+def test_the_page_gets_every_live_value_name_as_placeholders() -> None:
+    # One table of names: what the tour may quote is what the page is told it can fill.
+    assert load_scene("training-run").placeholders == CAPTION_PLACEHOLDERS
+    for name, meaning in CAPTION_PLACEHOLDERS.items():
+        assert name.isidentifier() and meaning.strip(), name
+
+
+def test_the_key_map_is_not_scene_data(tmp_path: Path) -> None:
+    # The page's own table (static/js/ui/keys.js) is the one key map; a scene that brings a
+    # second one is refused rather than silently ignored.
+    assert "keys" not in _raw()
+    raw = _raw()
+    raw["keys"] = [{"key": "S", "label": "signal"}]
+    with pytest.raises(SceneInvalid, match="keys"):
+        load_scene("training-run", _write(tmp_path, raw))
+
+
 def test_every_meaning_colour_has_a_default_and_projector_shade() -> None:
     spec = load_scene("training-run")
     for name in ("forward", "backward", "allreduce", "waiting", "failure", "saved"):

@@ -67,6 +67,42 @@ def test_no_webgl_shows_a_message_not_a_blank_page(browser, server, web) -> None
         ctx.close()
 
 
+def test_webgl_refused_on_the_stage_canvas_shows_the_notice(browser, server, web) -> None:
+    # The probe for WebGL passes, but the stage's own canvas gets no context: the stage comes
+    # back as its no-op stand-in (ok: false) and the page must treat it as no WebGL at all.
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    ctx.add_init_script(
+        """
+        const real = HTMLCanvasElement.prototype.getContext;
+        HTMLCanvasElement.prototype.getContext = function (kind, ...rest) {
+          const gl = String(kind).startsWith('webgl') || kind === 'experimental-webgl';
+          if (gl && this.id === 'stage') return null;
+          return real.call(this, kind, ...rest);
+        };
+        """
+    )
+    page = ctx.new_page()
+    uncaught: list[str] = []
+    page.on("pageerror", lambda e: uncaught.append(str(e)))
+    try:
+        page.goto(server.url + "/")
+        page.wait_for_selector("#nowebgl:not([hidden])", timeout=30_000)
+        assert "cannot draw the 3D scene" in page.locator("#nowebgl").inner_text()
+        assert web.tr(page, "stageReady") is False
+        # The numbers keep coming from the socket without the scene.
+        first = web.tr(page, "step")
+        page.wait_for_function(f"window.trainingRun.step > {first}", timeout=20_000)
+        page.wait_for_function(
+            "Number(document.getElementById('hud-step').textContent.replace(/,/g, ''))"
+            " === window.trainingRun.step",
+            timeout=10_000,
+        )
+        assert page.locator("#hud-loss").inner_text() != "–"
+        assert uncaught == []
+    finally:
+        ctx.close()
+
+
 def test_part_cards_show_description_and_live_numbers(page_at, web) -> None:
     w = page_at(viewport={"width": 1280, "height": 720})
     page = w.page

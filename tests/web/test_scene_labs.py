@@ -4,7 +4,7 @@ holds which part of the model. Real server, real page, real clicks."""
 
 from __future__ import annotations
 
-DEBUG = "document.getElementById('stage').stageDebug()"
+DEBUG = "window.trainingRun.stageDebug"
 
 
 def test_memory_lab_overflows_the_walls_then_gives_them_back(page_at, web):

@@ -8,7 +8,7 @@ import time
 
 import httpx
 
-DEBUG = "document.getElementById('stage').stageDebug()"
+DEBUG = "window.trainingRun.stageDebug"
 
 
 def _control(server, **body) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import httpx
 
-DEBUG = "document.getElementById('stage').stageDebug()"
+DEBUG = "window.trainingRun.stageDebug"
 
 
 def _max_draw_calls(browser, web, tmp_path, *args: str) -> tuple[int, int, int]:

@@ -127,3 +127,26 @@ def test_every_key_changes_its_state(page_at, web) -> None:
     assert tr("labels") is before
 
     assert w.errors == []
+
+
+def test_key_legend_is_drawn_from_the_key_map(page_at, web) -> None:
+    # One key map: the legend along the bottom shows the entries of KEYMAP that carry a
+    # legend word, in its order, and ends with the help key, which opens the help.
+    w = page_at()
+    page = w.page
+    expected = page.evaluate(
+        """async () => {
+          const { KEYMAP } = await import('/static/js/ui/keys.js');
+          return KEYMAP.filter((k) => k.legend).map((k) => [k.show, k.legend]);
+        }"""
+    )
+    items = page.locator("#legend > span:not(.sep)").all_inner_texts()
+    help_item = next(i for i, (show, _) in enumerate(expected) if show == "?")
+    expected.append(expected.pop(help_item))
+    assert [" ".join(i.split()) for i in items] == [f"{show} {word}" for show, word in expected]
+    assert items[-1].startswith("?")
+    page.locator("#legend .more").click()
+    assert web.tr(page, "helpOpen") is True
+    page.keyboard.press("Escape")
+    assert web.tr(page, "helpOpen") is False
+    assert w.errors == []

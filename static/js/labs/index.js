@@ -12,13 +12,16 @@ import * as talk from './talk.js';
 
 const LABS = [ringlab, memory, swapit, cost, talk];
 
-export function mountLabs({ store, send, stage, ui } = {}) {
+export function mountLabs({ store, ui } = {}) {
   const root = h('div', { class: 'labs-root', id: 'labs' });
   document.body.append(root);
   let openId = null;
 
   const panels = LABS.map((mod) => {
-    const lab = mod.create({ store, send, stage, ui });
+    // A lab gets the store (where it puts the case the scene should show) and the page's
+    // actions (to move the camera there); the scene follows the store, so no lab needs the
+    // stage or the socket.
+    const lab = mod.create({ store, ui });
     const titleId = `lab-${lab.id}-title`;
     const title = h('h2', { id: titleId, text: lab.title });
     const close = h('button', {

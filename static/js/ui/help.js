@@ -4,18 +4,6 @@
 import { KEYMAP } from './keys.js';
 import { el } from './format.js';
 
-const DEFAULT_LEGEND = [
-  ['arrows', 'rotate'],
-  ['+ / −', 'zoom'],
-  ['0', 'reset'],
-  ['1–4', 'views'],
-  ['S', 'signal'],
-  ['T', 'tour'],
-  ['L', 'labels'],
-  ['Space', 'spin'],
-  ['?', 'more'],
-];
-
 // One meaning per colour, everywhere (the scene uses the same ones).
 const COLOUR_KEY = [
   ['forward', 'forward pass'],
@@ -45,16 +33,15 @@ export function mountHelp(store, { getLabKeys, actions }) {
     }
   }
 
-  function renderLegend(spec) {
-    const items = Array.isArray(spec?.keys) && spec.keys.length
-      ? spec.keys.map((k) => [k.key, k.label])
-      : DEFAULT_LEGEND.slice();
-    if (!items.some(([key]) => key === '?')) items.push(['?', 'more']);
+  function renderLegend() {
+    // The help key ends the line: the legend is a short version of what it opens.
+    const help = KEYMAP.find((k) => k.keys.includes('?'));
+    const items = [...KEYMAP.filter((k) => k.legend && k !== help), help];
     legend.replaceChildren();
-    items.forEach(([key, label], i) => {
+    items.forEach((k, i) => {
       if (i) legend.append(el('span', { class: 'sep', text: ' · ', 'aria-hidden': 'true' }));
-      const part = el('span', {}, el('kbd', { text: key }), ` ${label}`);
-      if (key === '?') {
+      const part = el('span', {}, el('kbd', { text: k.show }), ` ${k.legend}`);
+      if (k === help) {
         part.classList.add('more');
         part.addEventListener('click', () => actions.toggleHelp());
       }
@@ -79,12 +66,11 @@ export function mountHelp(store, { getLabKeys, actions }) {
     box.hidden = true;
     store.set('helpOpen', false);
   }
-  renderLegend(null);
+  renderLegend();
   return {
     open,
     close,
     toggle: () => (box.hidden ? open() : close()),
-    setSpec: renderLegend,
     get isOpen() {
       return !box.hidden;
     },

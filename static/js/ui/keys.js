@@ -1,19 +1,21 @@
-// The keyboard map. The first group is the source page's own map (kept as it was); the rest
-// add help, full screen, explode, run controls and the clicker's PageDown / PageUp. Lab keys
-// come from the labs at runtime. Keys are ignored while someone types in a field.
+// The keyboard map: the one list of the page's keys. The help overlay lists every entry; the
+// legend along the bottom of the page shows the entries that have a `legend` word. The first
+// group is the source page's own map (kept as it was); the rest add help, full screen,
+// explode, run controls and the clicker's PageDown / PageUp. Lab keys come from the labs at
+// runtime. Keys are ignored while someone types in a field.
 
 export const KEYMAP = [
-  { keys: ['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown'], show: 'arrows', label: 'rotate the view' },
-  { keys: ['+', '=', '-', '_'], show: '+ / −', label: 'zoom in / out' },
-  { keys: ['0'], show: '0', label: 'reset the view' },
-  { keys: ['1', '2', '3', '4'], show: '1–4', label: 'camera views' },
-  { keys: ['s'], show: 'S', label: 'signal: show the data flowing on or off' },
-  { keys: ['t'], show: 'T', label: 'guided tour on / off' },
-  { keys: ['l'], show: 'L', label: 'numbered labels on / off' },
-  { keys: [' '], show: 'Space', label: 'spin the model slowly' },
-  { keys: ['?'], show: '?', label: 'this help' },
+  { keys: ['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown'], show: 'arrows', label: 'rotate the view', legend: 'rotate' },
+  { keys: ['+', '=', '-', '_'], show: '+ / −', label: 'zoom in / out', legend: 'zoom' },
+  { keys: ['0'], show: '0', label: 'reset the view', legend: 'reset the view' },
+  { keys: ['1', '2', '3', '4'], show: '1–4', label: 'camera views', legend: 'jump to a view' },
+  { keys: ['s'], show: 'S', label: 'signal: show the data flowing on or off', legend: 'signal on or off' },
+  { keys: ['t'], show: 'T', label: 'guided tour on / off', legend: 'guided tour' },
+  { keys: ['l'], show: 'L', label: 'numbered labels on / off', legend: 'labels on or off' },
+  { keys: [' '], show: 'Space', label: 'spin the model slowly', legend: 'spin' },
+  { keys: ['?'], show: '?', label: 'this help', legend: 'more' },
   { keys: ['f'], show: 'F', label: 'full screen' },
-  { keys: ['e'], show: 'E', label: 'explode: lift the network above the servers' },
+  { keys: ['e'], show: 'E', label: 'explode: lift the network above the servers', legend: 'explode the fabric' },
   { keys: ['p'], show: 'P', label: 'pause / resume the run' },
   { keys: ['n'], show: 'N', label: 'next step (while paused)' },
   { keys: ['k'], show: 'K', label: 'make a GPU fail (watch the rollback)' },

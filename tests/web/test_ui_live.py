@@ -1,0 +1,32 @@
+"""The live values the page fills into tour captions and part cards, against the names the
+scene data declares (app/scenes.py CAPTION_PLACEHOLDERS, sent as the scene's `placeholders`):
+every declared name gets a value, and the page computes no name that is not declared, so the
+names live in one table. Real server, real page."""
+
+from __future__ import annotations
+
+NAMES = """async () => {
+  const { liveValues } = await import('/static/js/ui/live.js');
+  const { store } = await import('/static/js/store.js');
+  const spec = await (await fetch('/api/scenes/training-run')).json();
+  const values = liveValues(store);
+  return {
+    declared: Object.keys(spec.placeholders),
+    computed: Object.keys(values),
+    types: Object.fromEntries(Object.entries(values).map(([k, v]) => [k, typeof v])),
+  };
+}"""
+
+
+def test_live_values_are_exactly_the_declared_placeholders(page_at, web) -> None:
+    w = page_at()
+    page = w.page
+    # A step and a checkpoint have arrived, so every value has something to show.
+    page.wait_for_function("window.trainingRun.step >= 5", timeout=30_000)
+    out = page.evaluate(NAMES)
+    declared, computed = set(out["declared"]), set(out["computed"])
+    assert declared, "the scene declares no placeholders"
+    assert not declared - computed, f"declared but never computed: {sorted(declared - computed)}"
+    assert not computed - declared, f"computed but not declared: {sorted(computed - declared)}"
+    assert set(out["types"].values()) == {"string"}, out["types"]
+    assert w.errors == []
