@@ -9,6 +9,7 @@ runner's reader thread and control events from the event loop.
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 import threading
 import time
@@ -68,6 +69,11 @@ STEP_FIELDS = (
     "sim_step_s",
     "wall_step_s",
 )
+
+
+def new_run_id() -> str:
+    """A run's name: when it started, and a few random characters to keep it unique."""
+    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 @dataclass

@@ -13,46 +13,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from app import run_events
+from app.controls import HANDLERS, ControlError
 from app.engine.config import RunConfig
-from app.engine.timing import PRESETS
-from app.history import History
+from app.history import History, new_run_id
 from app.hub import Frame, Hub
-from app.pipe import (
-    Ask,
-    CheckpointNow,
-    FailGpu,
-    Hold,
-    Pace,
-    Reset,
-    RunInfo,
-    StepOnce,
-    StepReady,
-    WorkerSpec,
-    WorkerState,
-)
-from app.protocol import (
-    LESSON,
-    MAX,
-    CheckpointControl,
-    Control,
-    EventMsg,
-    FailGpuControl,
-    PauseControl,
-    ResetControl,
-    ResumeControl,
-    RunState,
-    RunStatus,
-    SpeedControl,
-    StepControl,
-)
+from app.pipe import Ask, Pace, RunInfo, StepReady, WorkerSpec, WorkerState
+from app.protocol import LESSON, MAX, Control, EventMsg, RunState, RunStatus
 from app.run_view import RunView, step_frame_text
 from app.worker_link import WorkerLink, WorkerUnavailable
 
@@ -74,20 +45,6 @@ class RunnerOptions:
     speed: str | float  # "lesson", "max" or steps per second
     lesson_interval_s: float  # seconds between steps at lesson speed
     rest_after_s: float  # stop stepping after this long with no viewer; 0 never rests
-
-
-class ControlError(Exception):
-    """A control that cannot be applied; `code` goes on the wire, `status` over REST."""
-
-    def __init__(self, code: str, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.status = status
-
-
-def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 def speed_interval(speed: str | float, lesson_s: float) -> float:
@@ -122,7 +79,7 @@ class Runner:
         config, run_id, fresh = self._choose_run()
         await self._spawn(config, run_id, fresh)
         self.hub.on_count_change = self._viewers_changed
-        self._send_pace()
+        self.send_pace()
         self._arm_rest_timer()
 
     def _choose_run(self) -> tuple[RunConfig, str, bool]:
@@ -151,7 +108,7 @@ class Runner:
         spec = WorkerSpec(
             config=config.to_dict(), run_dir=str(self.options.run_dir), fresh=fresh, run_id=run_id
         )
-        self._adopt(await self._worker.start(spec), reset=False)
+        self.adopt(await self._worker.start(spec), reset=False)
 
     async def stop(self) -> None:
         """Stop the worker after a final checkpoint, and remember the latest step frame."""
@@ -162,7 +119,7 @@ class Runner:
             self._respawn_task.cancel()
         state = await self._worker.close()
         if state is not None:
-            self._take_state(state, publish=False)
+            self.take_state(state, publish=False)
         if self.view.run_id:
             self.history.set_last_frame(self.view.run_id, self.view.last_frame)
 
@@ -201,11 +158,11 @@ class Runner:
         except Exception:
             log.exception("could not restart the training worker")
             return
-        self._send_pace()
+        self.send_pace()
 
     # --- talking to the worker ------------------------------------------------------------
 
-    async def _checked(self, ask: Ask) -> RunInfo | WorkerState | None:
+    async def ask(self, ask: Ask) -> RunInfo | WorkerState | None:
         try:
             reply = await self._worker.request(ask)
         except WorkerUnavailable as exc:
@@ -214,29 +171,29 @@ class Runner:
             raise ControlError("engine_error", reply.error, 500)
         return reply.result
 
-    def _send_pace(self) -> None:
+    def send_pace(self) -> None:
         interval = speed_interval(self.speed, self.options.lesson_interval_s)
         with contextlib.suppress(WorkerUnavailable):
             self._worker.post(Pace(running=self.state == "running", interval_s=interval))
 
     # --- the run's state ------------------------------------------------------------------
 
-    def _adopt(self, info: RunInfo, *, reset: bool) -> None:
+    def adopt(self, info: RunInfo, *, reset: bool) -> None:
         """Take on a run the worker has just opened (at start, after a crash, on reset)."""
         for e in self.view.adopt(info, reset=reset):
-            self._emit(e)
+            self.emit(e)
 
-    def _emit(self, e: EventMsg) -> EventMsg:
+    def emit(self, e: EventMsg) -> EventMsg:
         """An event raised outside a step: record it, keep it, send it as its own frame."""
         self.view.record_event(e)
         self.hub.publish(Frame(e.model_dump_json()))
         return e
 
-    def _take_state(self, state: WorkerState, *, publish: bool = True) -> None:
+    def take_state(self, state: WorkerState, *, publish: bool = True) -> None:
         self.view.take_state(state)
         for e in state.events:
             if publish:
-                self._emit(e)
+                self.emit(e)
             else:
                 self.view.record_event(e)
 
@@ -261,7 +218,7 @@ class Runner:
         self.view.changed()
         if count > 0 and self.state == "resting":
             self.state = "running"
-            self._send_pace()
+            self.send_pace()
         if count == 0:
             self._arm_rest_timer()
 
@@ -276,9 +233,9 @@ class Runner:
         if self.hub.count == 0 and self.state == "running" and not self._stopping:
             self.state = "resting"
             self.view.changed()
-            self._send_pace()
+            self.send_pace()
 
-    # --- controls: one method per action, looked up in _CONTROLS --------------------------
+    # --- controls: one handler per action (app/controls.py) --------------------------------
 
     async def control(self, ctl: Control) -> dict[str, Any]:
         """Apply a validated protocol Control. Raises ControlError with a clear message."""
@@ -288,88 +245,12 @@ class Runner:
             if self.state == "resting" and ctl.action != "pause":
                 # Someone is driving the run: wake it (it rests again if nobody watches).
                 self.state = "running"
-                self._send_pace()
+                self.send_pace()
                 self._arm_rest_timer()
-            events = await self._CONTROLS[ctl.action](self, ctl)
+            events = await HANDLERS[ctl.action](self, ctl)
             self.view.changed()
             return {
                 "ok": True,
                 "status": self.status().model_dump(),
                 "events": [e.model_dump() for e in events],
             }
-
-    async def _pause(self, ctl: PauseControl) -> list[EventMsg]:
-        if self.state == "paused":
-            return []
-        self.state = "paused"
-        # Wait for a step in flight, so "paused at step N" is the last step seen.
-        await self._checked(Hold())
-        return [self._emit(run_events.paused(self.view.step))]
-
-    async def _resume(self, ctl: ResumeControl) -> list[EventMsg]:
-        if self.state == "running":
-            return []
-        self.state = "running"
-        self._send_pace()
-        return [self._emit(run_events.resumed(self.view.step))]
-
-    async def _speed(self, ctl: SpeedControl) -> list[EventMsg]:
-        self.speed = ctl.value
-        self._send_pace()
-        return [self._emit(run_events.speed_changed(self.view.step, ctl.value))]
-
-    async def _step(self, ctl: StepControl) -> list[EventMsg]:
-        if self.state == "running":
-            raise ControlError("not_paused", "single steps work while paused", 409)
-        await self._checked(StepOnce())
-        return []
-
-    async def _fail_gpu(self, ctl: FailGpuControl) -> list[EventMsg]:
-        gpus = self.view.config.gpus
-        if not 0 <= ctl.gpu < gpus:
-            raise ControlError("bad_gpu", f"gpu must be between 0 and {gpus - 1}, got {ctl.gpu}")
-        return self._state_events(await self._checked(FailGpu(ctl.gpu)))
-
-    async def _checkpoint_now(self, ctl: CheckpointControl) -> list[EventMsg]:
-        return self._state_events(await self._checked(CheckpointNow()))
-
-    def _state_events(self, state: RunInfo | WorkerState | None) -> list[EventMsg]:
-        assert isinstance(state, WorkerState), f"expected the run's state, got {state!r}"
-        self._take_state(state)
-        return state.events
-
-    async def _reset(self, ctl: ResetControl) -> list[EventMsg]:
-        if ctl.preset is not None and ctl.preset not in PRESETS:
-            known = ", ".join(sorted(PRESETS))
-            raise ControlError("bad_preset", f"unknown preset {ctl.preset!r} (known: {known})")
-        named = {"seed": ctl.seed, "preset": ctl.preset}
-        config = self.view.config.with_(**{k: v for k, v in named.items() if v is not None})
-        run_id = new_run_id()
-        self.history.start_run(run_id, config.to_dict())
-        info = await self._checked(Reset(config.to_dict(), run_id))
-        assert isinstance(info, RunInfo), f"expected the new run, got {info!r}"
-        old_run = self.view.run_id
-        self._adopt(info, reset=True)
-        event = self._emit(
-            run_events.run_reset(
-                self.view.step,
-                run_id=run_id,
-                previous_run_id=old_run,
-                seed=config.seed,
-                preset=config.preset,
-            )
-        )
-        # Everyone starts over together: a new hello (the preset may differ) and snapshot.
-        snapshot = self.snapshot_text()
-        self.hub.publish_each(lambda v: [self.hello_text(v.can_control), snapshot])
-        return [event]
-
-    _CONTROLS: ClassVar[dict[str, Callable[[Runner, Any], Awaitable[list[EventMsg]]]]] = {
-        "pause": _pause,
-        "resume": _resume,
-        "speed": _speed,
-        "step": _step,
-        "fail_gpu": _fail_gpu,
-        "checkpoint_now": _checkpoint_now,
-        "reset": _reset,
-    }

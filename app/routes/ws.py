@@ -15,9 +15,10 @@ from typing import Any
 from fastapi import APIRouter, WebSocket
 from pydantic import ValidationError
 
+from app.controls import ControlError
 from app.hub import Frame, Hub, Viewer
 from app.protocol import ErrorMsg, control_adapter
-from app.runner import ControlError, Runner
+from app.runner import Runner
 from app.security import Guard, TokenBucket
 from app.settings import Settings
 

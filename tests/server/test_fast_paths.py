@@ -149,7 +149,7 @@ def test_the_runner_publishes_frames_the_models_would(tiny_worker: Worker, tmp_p
         hub = RecordingHub()
         runner = Runner(options, hub, history)
         runner._loop = asyncio.get_running_loop()
-        runner._adopt(run_info(tiny_worker.trainer, "run-a"), reset=True)
+        runner.adopt(run_info(tiny_worker.trainer, "run-a"), reset=True)
         hub.frames.clear()  # the run's startup events, if any
         step = a_step(tiny_worker)
         step = StepReady(step.run_id, step.body, step.figures, step.trace, [run_events.resumed(1)])

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import get_args
 
 from app import pipe
+from app.controls import HANDLERS
 from app.engine.config import RunConfig
 from app.pipe import (
     Ask,
@@ -25,7 +26,6 @@ from app.pipe import (
     WorkerState,
 )
 from app.protocol import Control, EventMsg
-from app.runner import Runner
 from app.settings import Settings
 from app.worker import Worker
 
@@ -42,7 +42,7 @@ def control_actions() -> set[str]:
 
 
 def test_every_control_action_has_a_handler() -> None:
-    assert control_actions() == set(Runner._CONTROLS)
+    assert control_actions() == set(HANDLERS)
 
 
 def test_every_worker_request_has_a_handler() -> None:
@@ -51,7 +51,7 @@ def test_every_worker_request_has_a_handler() -> None:
 
 def test_the_runner_and_worker_do_not_import_the_web_settings() -> None:
     code = (
-        "import json, sys, app.runner, app.worker, app.worker_link, app.run_view, app.pipe\n"
+        "import json, sys, app.runner, app.controls, app.worker, app.worker_link, app.run_view\n"
         "web = ('app.settings', 'app.server', 'app.routes', 'fastapi', 'starlette')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(web))))"
     )

@@ -1,0 +1,124 @@
+"""Run controls: what each protocol action does to the run, one small handler each.
+
+The runner looks a control's handler up by its action in `HANDLERS` (a test checks that
+every action of `app.protocol.Control` has one). Handlers run one at a time, under the
+runner's lock, and reach the run only through the runner's public methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from app import run_events
+from app.engine.timing import PRESETS
+from app.history import new_run_id
+from app.pipe import CheckpointNow, FailGpu, Hold, Reset, RunInfo, StepOnce, WorkerState
+from app.protocol import (
+    CheckpointControl,
+    EventMsg,
+    FailGpuControl,
+    PauseControl,
+    ResetControl,
+    ResumeControl,
+    SpeedControl,
+    StepControl,
+)
+
+if TYPE_CHECKING:
+    from app.runner import Runner
+
+
+class ControlError(Exception):
+    """A control that cannot be applied; `code` goes on the wire, `status` over REST."""
+
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+async def pause(r: Runner, ctl: PauseControl) -> list[EventMsg]:
+    if r.state == "paused":
+        return []
+    r.state = "paused"
+    # Wait for a step in flight, so "paused at step N" is the last step seen.
+    await r.ask(Hold())
+    return [r.emit(run_events.paused(r.view.step))]
+
+
+async def resume(r: Runner, ctl: ResumeControl) -> list[EventMsg]:
+    if r.state == "running":
+        return []
+    r.state = "running"
+    r.send_pace()
+    return [r.emit(run_events.resumed(r.view.step))]
+
+
+async def speed(r: Runner, ctl: SpeedControl) -> list[EventMsg]:
+    r.speed = ctl.value
+    r.send_pace()
+    return [r.emit(run_events.speed_changed(r.view.step, ctl.value))]
+
+
+async def step(r: Runner, ctl: StepControl) -> list[EventMsg]:
+    if r.state == "running":
+        raise ControlError("not_paused", "single steps work while paused", 409)
+    await r.ask(StepOnce())
+    return []
+
+
+async def fail_gpu(r: Runner, ctl: FailGpuControl) -> list[EventMsg]:
+    gpus = r.view.config.gpus
+    if not 0 <= ctl.gpu < gpus:
+        raise ControlError("bad_gpu", f"gpu must be between 0 and {gpus - 1}, got {ctl.gpu}")
+    return state_events(r, await r.ask(FailGpu(ctl.gpu)))
+
+
+async def checkpoint_now(r: Runner, ctl: CheckpointControl) -> list[EventMsg]:
+    return state_events(r, await r.ask(CheckpointNow()))
+
+
+def state_events(r: Runner, state: RunInfo | WorkerState | None) -> list[EventMsg]:
+    assert isinstance(state, WorkerState), f"expected the run's state, got {state!r}"
+    r.take_state(state)
+    return state.events
+
+
+async def reset(r: Runner, ctl: ResetControl) -> list[EventMsg]:
+    if ctl.preset is not None and ctl.preset not in PRESETS:
+        known = ", ".join(sorted(PRESETS))
+        raise ControlError("bad_preset", f"unknown preset {ctl.preset!r} (known: {known})")
+    named = {"seed": ctl.seed, "preset": ctl.preset}
+    config = r.view.config.with_(**{k: v for k, v in named.items() if v is not None})
+    run_id = new_run_id()
+    r.history.start_run(run_id, config.to_dict())
+    info = await r.ask(Reset(config.to_dict(), run_id))
+    assert isinstance(info, RunInfo), f"expected the new run, got {info!r}"
+    old_run = r.view.run_id
+    r.adopt(info, reset=True)
+    event = r.emit(
+        run_events.run_reset(
+            r.view.step,
+            run_id=run_id,
+            previous_run_id=old_run,
+            seed=config.seed,
+            preset=config.preset,
+        )
+    )
+    # Everyone starts over together: a new hello (the preset may differ) and snapshot.
+    snapshot = r.snapshot_text()
+    r.hub.publish_each(lambda v: [r.hello_text(v.can_control), snapshot])
+    return [event]
+
+
+HANDLERS: dict[str, Callable[[Runner, Any], Awaitable[list[EventMsg]]]] = {
+    "pause": pause,
+    "resume": resume,
+    "speed": speed,
+    "step": step,
+    "fail_gpu": fail_gpu,
+    "checkpoint_now": checkpoint_now,
+    "reset": reset,
+}
