@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 from app.cli import CommandParser
 from app.engine.config import RunConfig
 from app.engine.lake import DataError
+from app.engine.report import Diverged, json_number
 from app.engine.timing import PRESETS
+from app.rundir import check_run_dir
 
 if TYPE_CHECKING:
     from app.engine.report import StepReport
@@ -127,9 +129,9 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
             parser.error(f"--fail-at {step}:{gpu}: step {step} is after --steps {args.steps}")
     if args.data and not Path(args.data).exists():
         parser.error(f"--data: {args.data!r} does not exist")
-    run_dir = Path(args.run_dir)
-    if run_dir.exists() and not run_dir.is_dir():
-        parser.error(f"--run-dir: {args.run_dir!r} is not a folder")
+    problem = check_run_dir(args.run_dir)
+    if problem:
+        parser.error(f"--run-dir: {problem}")
     if args.trace_out is not None:
         out = Path(args.trace_out)
         if out.is_dir() or not out.parent.is_dir():
@@ -201,6 +203,23 @@ def write_trace(trainer: Trainer, last: StepReport | None, path: str) -> bool:
     return True
 
 
+def _report_divergence(e: Diverged, trainer: Trainer, as_json: bool) -> int:
+    """One line on stderr (and a last JSON line with --json); exit status 1."""
+    print(f"trainingrun train: {e.message}", file=sys.stderr, flush=True)
+    if as_json:
+        line = {
+            "type": "diverged",
+            "step": e.step,
+            "loss": json_number(e.loss),
+            "grad_norm": json_number(e.grad_norm),
+            "reason": e.reason,
+            "message": e.message,
+            "steps": trainer.step,
+        }
+        print(json.dumps(line, allow_nan=False), flush=True)
+    return 1
+
+
 def train_main(argv: list[str] | None = None) -> int:
     from app.engine.trainer import Trainer  # heavy import after argument errors
 
@@ -218,7 +237,7 @@ def train_main(argv: list[str] | None = None) -> int:
     try:
         trainer = Trainer(config, args.run_dir, fresh=args.fresh, log=log)
     except DataError as e:
-        parser.error(f"--data: {e}")
+        parser.error(f"--data: {e}" if args.data else str(e))
     except OSError as e:
         parser.error(f"--run-dir: {e}")
     opened = True
@@ -242,6 +261,7 @@ def train_main(argv: list[str] | None = None) -> int:
     last = None
     t0 = time.perf_counter()
     steps_done = 0
+    diverged: Diverged | None = None
     try:
         while trainer.step < args.steps:
             report = trainer.train_step()
@@ -261,11 +281,16 @@ def train_main(argv: list[str] | None = None) -> int:
                 )
     except KeyboardInterrupt:
         print("\ninterrupted: saving a checkpoint", file=sys.stderr)
+    except Diverged as e:
+        diverged = e
     finally:
         elapsed = time.perf_counter() - t0
-        trainer.close(final_checkpoint=True)
+        # A diverged run saves nothing new: its last checkpoint is its last good state.
+        trainer.close(final_checkpoint=diverged is None)
     if not args.json and steps_done:
         print(file=sys.stderr)
+    if diverged is not None:
+        return _report_divergence(diverged, trainer, args.json)
     probe = trainer.probe()
     summary = {
         "type": "summary",

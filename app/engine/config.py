@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
@@ -78,6 +79,16 @@ class RunConfig:
             problems.append("n_embd must be divisible by n_head")
         if self.dtype not in ("float32", "float64"):
             problems.append("dtype must be float32 or float64")
+        for name in ("lr", "eps"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                problems.append(f"{name} must be a positive finite number, got {v!r}")
+        for name in ("weight_decay", "grad_clip"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                problems.append(f"{name} must be a finite number, 0 or more, got {v!r}")
+        if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
+            problems.append("beta1 and beta2 must be in [0, 1)")
         if self.checkpoint_every < 0:
             problems.append("checkpoint_every must be 0 (off) or more")
         if self.keep_checkpoints < 1:

@@ -1,4 +1,5 @@
-"""Plain records the engine hands out: one StepReport per training step, plus events.
+"""Plain records the engine hands out: one StepReport per training step, plus events, and
+`Diverged`, the one way a step ends without a report.
 
 These are the engine's side of the contract. `app/protocol.py` mirrors them as pydantic
 models for the wire; keep the field names identical so the browser, the server and the
@@ -7,6 +8,7 @@ engine speak about the same things.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -18,11 +20,14 @@ LINK_KINDS = ("nvlink", "leaf", "spine")
 # Kinds of event the engine reports.
 EVENT_KINDS = (
     "checkpoint_saved",
-    "checkpoint_skipped",  # a corrupt or partial checkpoint was found and not loaded
+    "checkpoint_skipped",  # a corrupt, partial or malformed checkpoint was found and not loaded
+    "checkpoint_failed",  # a save failed (disk full, unwritable); the last good one is kept
     "gpu_failed",
     "restored",  # rolled back to a checkpoint
     "gpu_replaced",
     "epoch_started",
+    "shard_rebuilt",  # a damaged built-in data lake shard was written again from the generator
+    "diverged",  # a step's loss or gradient was not finite; see `Diverged.event()`
 )
 
 
@@ -35,10 +40,14 @@ class Event:
     # detail by kind:
     #   checkpoint_saved:   {"step", "path", "bytes", "reason": "periodic"|"on_demand"|"final"}
     #   checkpoint_skipped: {"path", "reason"}
+    #   checkpoint_failed:  {"step", "reason", "kept_step": newest good checkpoint or None}
     #   gpu_failed:         {"gpu"}
     #   restored:           {"failed_step", "restored_step", "steps_lost", "reason"}
     #   gpu_replaced:       {"gpu"}
     #   epoch_started:      {"epoch"}
+    #   shard_rebuilt:      {"path", "reason"}
+    #   diverged:           {"step", "loss", "grad_norm", "reason", "stopped_at"}; loss and
+    #                       grad_norm are numbers when finite, else "nan", "inf" or "-inf"
 
 
 @dataclass
@@ -154,3 +163,54 @@ def restored_event(
             "reason": reason,
         },
     )
+
+
+def json_number(x: float) -> float | str:
+    """A float as JSON can carry it: itself when finite, else "nan", "inf" or "-inf"."""
+    x = float(x)
+    return x if math.isfinite(x) else str(x)
+
+
+class Diverged(Exception):
+    """A step's loss, a GPU's loss, the gradient norm or the learning rate was not finite.
+
+    Raised by `Trainer.train_step()` before the update: weights, optimizer state, step count
+    and loader position are as they were after the last good step, so the caller may stop
+    (the usual choice), close the trainer, or reopen the run from its last good checkpoint.
+    """
+
+    def __init__(
+        self,
+        *,
+        step: int,
+        loss: float,
+        grad_norm: float,
+        reason: str,
+        events: list[Event] | None = None,
+    ):
+        self.step = step  # the step that diverged (one past the last good one)
+        self.loss = float(loss)  # mean over the GPUs; may be nan or inf
+        self.grad_norm = float(grad_norm)  # may be nan or inf
+        self.reason = reason  # e.g. "the loss is nan"
+        # Events the step raised before it diverged (a scheduled GPU failure's rollback).
+        self.events = list(events or [])
+        self.message = (
+            f"Step {step} diverged: {reason}; the update was not applied "
+            f"and the run stopped at step {step - 1}"
+        )
+        super().__init__(self.message)
+
+    def event(self) -> Event:
+        """The divergence as an event for viewers, with JSON-safe numbers."""
+        return Event(
+            "diverged",
+            self.step - 1,
+            self.message,
+            {
+                "step": self.step,
+                "loss": json_number(self.loss),
+                "grad_norm": json_number(self.grad_norm),
+                "reason": self.reason,
+                "stopped_at": self.step - 1,
+            },
+        )

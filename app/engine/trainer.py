@@ -3,31 +3,56 @@
 PUBLIC API (the server and the CLI rely on exactly this):
 
     trainer = Trainer(config: RunConfig, run_dir: str | Path, *, fresh: bool = False,
-                      log: Callable[[str], None] | None = None)
+                      log: Callable[[str], None] | None = None, run_id: str | None = None,
+                      resume_at_most: int | None = None)
         Opens (or creates) the run directory: data lake, checkpoints. Resumes from the
-        latest good checkpoint unless fresh=True (which deletes old checkpoints). Corrupt
-        checkpoints are skipped with an event. Starts the loader threads.
+        latest good checkpoint unless fresh=True (which deletes old checkpoints). Unusable
+        checkpoints (corrupt, partial, malformed, not finite, another configuration, another
+        run) are skipped with an event each. Starts the loader threads.
+        run_id: saved in every checkpoint; a checkpoint saved under another run id is
+        skipped ("belongs to another run (<id>)"); one without a run id is accepted.
+        resume_at_most: resume from no checkpoint past this step. A supervisor that records
+        every step passes its last recorded one, so that a checkpoint written just before a
+        crash, of steps the record never got, cannot leave a gap in the record.
+        Raises RunDirError (an OSError; one line naming the path) when the run dir cannot be
+        used (a file, not writable), and DataError (lake.py) when the data cannot be used,
+        including the user's own text changed since the checkpoints were made on it.
     trainer.config            RunConfig
     trainer.step              int, steps completed on the current timeline
     trainer.topology          cluster.Topology (use .to_dict() for the wire)
     trainer.vocab             list[str]
     trainer.n_params          int, parameters per replica
-    trainer.startup_events    list[Event] raised while opening (checkpoint_skipped, restored)
+    trainer.run_id            str | None, as given
+    trainer.startup_events    list[Event] raised while opening (shard_rebuilt,
+                              checkpoint_skipped, restored)
     trainer.restarts          int, rollbacks after failures so far (this process)
     trainer.train_step() -> StepReport
-        One full step. May carry events (checkpoint_saved, epoch_started; gpu_failed,
-        restored and gpu_replaced when a failure was scheduled for this step).
+        One full step. May carry events (checkpoint_saved or checkpoint_failed,
+        epoch_started; gpu_failed, restored and gpu_replaced when a failure was scheduled for
+        this step). Every float in the report is finite.
+        Raises Diverged (report.py) when the loss, a GPU's loss, the gradient norm or the
+        learning rate is not finite: the update is not applied, and the weights, optimizer
+        state, step and loader position stay as they were. It carries step (the step that
+        diverged), loss, grad_norm, reason, message (one line), events (raised earlier in
+        the step) and event() (a `diverged` Event). The caller decides: the server and the
+        CLI stop the run; close(final_checkpoint=False) saves nothing new.
     trainer.fail_gpu(gpu: int) -> list[Event]
         Fails a GPU now: [gpu_failed, restored, gpu_replaced]. The run is rolled back to
         the last good checkpoint (step 0 if none) and continues from there on the next
         train_step(). Raises ValueError for an out-of-range gpu.
     trainer.schedule_failure(step: int, gpu: int)   fail `gpu` when `step` is attempted
-    trainer.checkpoint_now() -> Event               checkpoint_saved (reason "on_demand")
+    trainer.checkpoint_now() -> Event               checkpoint_saved (reason "on_demand"),
+                                                    or checkpoint_failed
     trainer.checkpoints() -> list[dict]             [{step, path, bytes, created, ok}], newest last
     trainer.probe() -> Probe                        top-5 after "Once upon a" + 16 weights
     trainer.params_sha256() -> str                  over GPU 0's parameters, fixed order
     trainer.close(final_checkpoint: bool = True)    stops loaders; saves a checkpoint if the
-                                                    current step has none yet
+                                                    current step has none yet; returns its
+                                                    event (or checkpoint_failed) or None
+
+A checkpoint that cannot be written (disk full, folder not writable, weights not finite) is
+never an exception: the step's report carries `checkpoint_failed` {"step", "reason",
+"kept_step"}, nothing partial is left, the last good checkpoint is kept and training goes on.
 
 Calls are not thread-safe: one thread drives a Trainer.
 """
@@ -36,6 +61,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,15 +71,16 @@ import numpy as np
 
 from . import model as M
 from .backend import dtype_of, xp
-from .checkpoint import CheckpointStore, Loaded
+from .checkpoint import CheckpointSaveError, CheckpointStore, Loaded
 from .cluster import build_topology
 from .collectives import RingTrace, padded_width, ring_allreduce_
 from .config import RunConfig
 from .device import SimGpu
-from .lake import DataLake, tokenize
+from .lake import DataError, DataLake, repair_message, tokenize
 from .loader import Loader
 from .optim import AdamW, clip_grad_norm
 from .report import (
+    Diverged,
     Event,
     LinkLoad,
     LoaderStats,
@@ -67,6 +95,25 @@ from .trace import StepTraceBuilder
 
 PROBE_PROMPT = "Once upon a"
 
+__all__ = ["DataError", "Diverged", "RunDirError", "Trainer"]
+
+
+class RunDirError(OSError):
+    """The run directory cannot be used (a file, not writable); one line naming the path."""
+
+
+def _run_dir_error(run_dir: Path, e: OSError) -> RunDirError:
+    where = Path(e.filename) if e.filename else run_dir
+    if (
+        where.exists()
+        and not where.is_dir()
+        and isinstance(e, FileExistsError | NotADirectoryError)
+    ):
+        why = f"{where} is a file where a folder should be"
+    else:
+        why = f"{e.strerror or e} ({where})"
+    return RunDirError(f"run dir {run_dir} cannot be used: {why}")
+
 
 class Trainer:
     def __init__(
@@ -76,14 +123,25 @@ class Trainer:
         *,
         fresh: bool = False,
         log: Callable[[str], None] | None = None,
+        run_id: str | None = None,
+        resume_at_most: int | None = None,
     ):
         self.config = config
         self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.run_id = run_id
         self.log = log or (lambda _msg: None)
         self.preset = get_preset(config.preset)
         self.topology = build_topology(config)
-        self.lake = DataLake(self.run_dir / "lake", data=config.data, stories=config.corpus_stories)
+        self._open_run_dir()
+        try:
+            self.lake = DataLake(
+                self.run_dir / "lake",
+                data=config.data,
+                stories=config.corpus_stories,
+                log=self.log,
+            )
+        except OSError as e:  # the user's own files are DataErrors; this is the run dir
+            raise _run_dir_error(self.run_dir, e) from None
         self.vocab = self.lake.vocab.words
         self.model_cfg = M.ModelConfig(
             vocab_size=len(self.vocab),
@@ -94,9 +152,20 @@ class Trainer:
         )
         self.n_params = M.n_params(self.model_cfg)
         self.config_hash = config.config_hash()
-        self.ckpt = CheckpointStore(self.run_dir / "checkpoints", keep=config.keep_checkpoints)
-        if fresh:
-            self.ckpt.clear()
+        shapes = M.param_shapes(self.model_cfg)
+        try:
+            self.ckpt = CheckpointStore(
+                self.run_dir / "checkpoints",
+                keep=config.keep_checkpoints,
+                config_hash=self.config_hash,
+                shapes={f"{kind}.{k}": s for kind in ("p", "m", "v") for k, s in shapes.items()},
+                run_id=run_id,
+            )
+            if fresh:
+                self.ckpt.clear()
+            self._check_data()
+        except OSError as e:
+            raise _run_dir_error(self.run_dir, e) from None
         G = config.gpus
         self.gpus = [
             SimGpu(id=g.id, server=g.server, capacity=self.preset.memory_bytes)
@@ -125,10 +194,16 @@ class Trainer:
             self.lake.vocab.encode(tokenize(PROBE_PROMPT)), dtype=np.int64
         )
 
-        self.startup_events: list[Event] = []
-        loaded, skipped = self.ckpt.latest_good(self.config_hash)
+        self.startup_events: list[Event] = self._repair_events(0)
+        loaded, skipped = self.ckpt.latest_good(at_most=resume_at_most)
         self.startup_events += self._skipped_events(skipped)
         if loaded is not None:
+            made_on = loaded.meta.get("data_sha256")
+            if made_on is not None and made_on != self.lake.sha256:
+                raise DataError(
+                    f"the data lake is not the text the checkpoint at step {loaded.step} "
+                    "was made on; put the data back, or start the run afresh"
+                )
             self._restore(loaded)
             self._last_saved_step = self.step
             self.restarts = int(loaded.meta.get("restarts", 0))
@@ -136,7 +211,8 @@ class Trainer:
                 restored_event(self.step, failed_step=None, steps_lost=0, reason="resume")
             )
         for e in self.startup_events:
-            self.log(e.message)
+            if e.kind != "shard_rebuilt":
+                self.log(e.message)
         self.loader = Loader(
             self.lake,
             block_size=config.block_size,
@@ -147,7 +223,48 @@ class Trainer:
             prefetch=config.prefetch,
             start_batch=self.step,
         )
+        # Shards found damaged while the loaders read them (the lake logged these too).
+        self.startup_events += self._repair_events(self._repairs_seen)
         self._epoch = self._epoch_of(self.step)
+
+    # ---- opening ------------------------------------------------------------------------
+    def _open_run_dir(self) -> None:
+        path = self.run_dir
+        if path.exists() and not path.is_dir():
+            raise RunDirError(f"run dir {path} is not a folder")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise RunDirError(f"run dir {path} cannot be created: {e.strerror or e}") from None
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise RunDirError(f"run dir {path} is not writable")
+
+    def _repair_events(self, seen: int) -> list[Event]:
+        """Events for the lake's repairs after the first `seen` (already logged by the lake)."""
+        repairs = self.lake.repairs[seen:]
+        self._repairs_seen = seen + len(repairs)
+        return [
+            Event(
+                "shard_rebuilt",
+                self.step,
+                repair_message(path, reason),
+                {"path": str(path), "reason": reason},
+            )
+            for path, reason in repairs
+        ]
+
+    def _check_data(self) -> None:
+        """A run with checkpoints resumes only on the text they were made on (lake.py)."""
+        entries = self.ckpt.entries()
+        if entries:
+            change = self.lake.changed()
+            if change is not None:
+                raise DataError(
+                    f"{change} since the checkpoint at step {entries[-1][0]} was made; "
+                    "a resumed run must train on the same text: put it back as it was, "
+                    "or start the run afresh"
+                )
+        self.lake.record()
 
     # ---- state --------------------------------------------------------------------------
     def _fresh_state(self) -> None:
@@ -231,7 +348,21 @@ class Trainer:
 
         t0 = time.perf_counter()
         lr = self.lr_at(self.step + 1)
-        grad_norm = clip_grad_norm(self.grads, cfg.grad_clip)
+        with np.errstate(invalid="ignore", over="ignore"):  # a diverging step is caught below
+            grad_norm = clip_grad_norm(self.grads, cfg.grad_clip)
+        loss_vals = [float(x) for x in np.asarray(losses)]
+        why = _divergence(loss_vals, grad_norm, lr)
+        if why is not None:
+            # Nothing has been updated yet; put the loader back so the state is exactly
+            # that of the last good step.
+            self.loader.seek(self.step)
+            raise Diverged(
+                step=self.step + 1,
+                loss=sum(loss_vals) / len(loss_vals),
+                grad_norm=grad_norm,
+                reason=why,
+                events=events,
+            )
         # Every GPU applies the same AdamW update to its own copy. After the all-reduce the
         # update's inputs are bit-identical on every GPU, so by default it is computed once
         # and written into each GPU's arrays: the same bits each GPU would get, without
@@ -253,7 +384,7 @@ class Trainer:
         t0 = time.perf_counter()
         if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
             ev = self._save("periodic")
-            ckpt_bytes = ev.detail["bytes"]
+            ckpt_bytes = ev.detail.get("bytes", 0)
             events.append(ev)
         ckpt_wall = time.perf_counter() - t0
 
@@ -288,7 +419,6 @@ class Trainer:
         if ckpt_bytes:
             lanes.span("checkpoint", cost.checkpoint, wall_s=ckpt_wall)
         trace = lanes.done()
-        loss_vals = [float(x) for x in np.asarray(losses)]
         return StepReport(
             step=self.step,
             epoch=epoch,
@@ -406,12 +536,14 @@ class Trainer:
                 {"gpu": gpu},
             )
         ]
-        loaded, skipped = self.ckpt.latest_good(self.config_hash)
+        loaded, skipped = self.ckpt.latest_good()
         events += self._skipped_events(skipped)
         if loaded is not None:
             self._restore(loaded)
+            self._last_saved_step = self.step
         else:
             self._fresh_state()
+            self._last_saved_step = None
         self.restarts += 1
         events.append(
             restored_event(
@@ -450,8 +582,27 @@ class Trainer:
             "restarts": self.restarts,
             "config": self.config.to_dict(),
             "vocab_sha256": hashlib.sha256("\n".join(self.vocab).encode()).hexdigest(),
+            "data_sha256": self.lake.sha256,
         }
-        path, size = self.ckpt.save(self.step, self._state_arrays(), meta, self.config_hash)
+        if self.run_id is not None:
+            meta["run_id"] = self.run_id
+        try:
+            path, size = self.ckpt.save(self.step, self._state_arrays(), meta, self.config_hash)
+        except CheckpointSaveError as e:
+            kept = self._last_saved_step
+            ev = Event(
+                "checkpoint_failed",
+                self.step,
+                f"Checkpoint at step {self.step} failed: {e}; "
+                + (
+                    f"the last good checkpoint (step {kept}) is kept"
+                    if kept is not None
+                    else "there is no good checkpoint yet"
+                ),
+                {"step": self.step, "reason": str(e), "kept_step": kept},
+            )
+            self.log(ev.message)
+            return ev
         self._last_saved_step = self.step
         return Event(
             "checkpoint_saved",
@@ -495,7 +646,24 @@ class Trainer:
 
     def close(self, final_checkpoint: bool = True) -> Event | None:
         ev = None
-        if final_checkpoint and self.step > 0 and self._last_saved_step != self.step:
-            ev = self._save("final")
-        self.loader.close()
+        try:
+            if final_checkpoint and self.step > 0 and self._last_saved_step != self.step:
+                ev = self._save("final")
+        finally:
+            self.loader.close()
         return ev
+
+
+def _divergence(losses: list[float], grad_norm: float, lr: float) -> str | None:
+    """Why a step must not be applied (a non-finite loss, gradient or rate), or None."""
+    bad = [g for g, x in enumerate(losses) if not math.isfinite(x)]
+    if bad and len(bad) == len(losses):
+        return f"the loss is {sum(losses) / len(losses)}"
+    if bad:
+        more = f" (and {len(bad) - 1} more GPUs')" if len(bad) > 1 else ""
+        return f"GPU {bad[0]}'s loss is {losses[bad[0]]}{more}"
+    if not math.isfinite(grad_norm):
+        return f"the gradient norm is {grad_norm}"
+    if not math.isfinite(lr):
+        return f"the learning rate is {lr}"
+    return None

@@ -176,3 +176,13 @@ def test_checkpoint_now_and_keep_last_n(tmp_path):
         assert not list((tmp_path / "checkpoints").glob(".tmp-*"))
     finally:
         t.close()
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("lr", 0.0), ("lr", float("nan")), ("lr", float("inf")), ("lr", -1e-3), ("eps", 0.0),
+     ("weight_decay", float("nan")), ("grad_clip", -1.0), ("beta1", 1.0), ("beta2", -0.1)],
+)  # fmt: skip
+def test_optimiser_settings_that_cannot_train_are_refused(field, value):
+    with pytest.raises(ValueError, match=field):
+        RunConfig(**{field: value})
