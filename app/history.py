@@ -9,10 +9,12 @@ runner's reader thread and control events from the event loop.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,8 @@ CREATE TABLE IF NOT EXISTS runs (
     created REAL NOT NULL,
     config TEXT NOT NULL,
     current INTEGER NOT NULL DEFAULT 0,
-    last_frame TEXT
+    last_frame TEXT,
+    clean_stop INTEGER NOT NULL DEFAULT 0  -- 1 once a server stopped it cleanly
 );
 CREATE TABLE IF NOT EXISTS steps (
     seq INTEGER PRIMARY KEY,
@@ -94,6 +97,10 @@ class History:
         # NORMAL in WAL mode: a power cut may lose the last commits, never corrupt the file.
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        # Records written before runs had `clean_stop` get it (no stop counts as clean).
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+        if "clean_stop" not in columns:
+            self._db.execute("ALTER TABLE runs ADD COLUMN clean_stop INTEGER NOT NULL DEFAULT 0")
 
     def close(self) -> None:
         with self._lock:
@@ -127,9 +134,24 @@ class History:
                 "UPDATE runs SET config = ? WHERE run_id = ?", (json.dumps(config), run_id)
             )
 
-    def set_last_frame(self, run_id: str, frame: str | None) -> None:
+    def mark_clean_stop(self, run_id: str, frame: str | None) -> None:
+        """The server stopped the run on purpose, with its final checkpoint: remember its
+        last step frame, and that nothing was cut short."""
         with self._lock:
-            self._db.execute("UPDATE runs SET last_frame = ? WHERE run_id = ?", (frame, run_id))
+            self._db.execute(
+                "UPDATE runs SET last_frame = ?, clean_stop = 1 WHERE run_id = ?", (frame, run_id)
+            )
+
+    def take_clean_stop(self, run_id: str) -> bool:
+        """Did the last server stop this run cleanly? Asked once at start: the answer is
+        cleared, so a crash of the server now starting is not taken for a clean stop."""
+        with self._lock, self._db:
+            self._db.execute("BEGIN")
+            row = self._db.execute(
+                "SELECT clean_stop FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            self._db.execute("UPDATE runs SET clean_stop = 0 WHERE run_id = ?", (run_id,))
+        return bool(row and row[0])
 
     # --- steps ----------------------------------------------------------------------------
 
@@ -147,6 +169,15 @@ class History:
         trace: bytes | None = None,
     ) -> None:
         """One step, the events it carried and its compressed trace, in one transaction."""
+        bad = [
+            k
+            for k in STEP_FIELDS
+            if isinstance(figures[k], float) and not math.isfinite(figures[k])
+        ]
+        if bad:
+            # SQLite would store NaN as NULL and refuse it with a less telling message.
+            named = ", ".join(f"{k} {figures[k]}" for k in bad)
+            raise ValueError(f"step {figures['step']} has numbers that are not finite ({named})")
         now = time.time()
         with self._lock, self._db:
             self._db.execute("BEGIN")
@@ -188,6 +219,22 @@ class History:
                     "SELECT seq, step, loss FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
                 )
             )
+
+    def each_loss_point(self, run_id: str, batch: int = 10_000) -> Iterator[tuple[int, int, float]]:
+        """The same points as `loss_points`, read a batch at a time: a long run's history is
+        never all in memory at once, and the lock is free between batches."""
+        after = 0
+        while True:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT seq, step, loss FROM steps WHERE run_id = ? AND seq > ?"
+                    " ORDER BY seq LIMIT ?",
+                    (run_id, after, batch),
+                ).fetchall()
+            yield from rows
+            if len(rows) < batch:
+                return
+            after = rows[-1][0]
 
     def step_trace(self, run_id: str, step: int) -> tuple[int, bytes] | None:
         """(seq, compressed trace) of the latest recorded `step` of a run: after a rollback

@@ -29,6 +29,10 @@ From the worker:
                                 checkpoints on disk when they changed
     Reply(req_id, result, error)  the answer to a Request: RunInfo for Reset, WorkerState for
                                 FailGpu, CheckpointNow and Close, None otherwise; or an error
+    StepDiverged(run_id, event, state)  a step's loss or gradient norm was not finite: the
+                                update was not applied and the worker stopped stepping (it
+                                waits at its last good step); the engine's `diverged` event
+                                and where the run stands
     Fatal(traceback)            the worker is dying of an unexpected error
 """
 
@@ -48,6 +52,8 @@ class WorkerSpec:
     run_dir: str
     fresh: bool  # start over, deleting the folder's checkpoints
     run_id: str
+    # Resume from no checkpoint past the last step the history recorded (None: no limit).
+    resume_at_most: int | None = None
 
 
 @dataclass(frozen=True)
@@ -168,8 +174,15 @@ class Reply:
 
 
 @dataclass(frozen=True)
+class StepDiverged:
+    run_id: str
+    event: EventMsg  # the engine's `diverged` event: the step, loss, gradient norm, reason
+    state: WorkerState  # where the run stands, and events the step raised before it diverged
+
+
+@dataclass(frozen=True)
 class Fatal:
     traceback: str
 
 
-FromWorker = Ready | StepReady | Reply | Fatal
+FromWorker = Ready | StepReady | Reply | StepDiverged | Fatal

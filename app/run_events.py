@@ -1,6 +1,7 @@
 """Events the server raises itself, outside any training step, as protocol `EventMsg`s.
 
-Run control (paused, resumed, speed_changed, run_reset: `protocol.CONTROL_EVENT_KINDS`) and
+Run control (paused, resumed, speed_changed, run_reset), what went wrong around the run
+(diverged, worker_failed, record_failed), all listed in `protocol.CONTROL_EVENT_KINDS`, and
 the `restored` event for a run that resumes after an unclean stop. The engine raises all
 other events; their wording lives there.
 """
@@ -55,7 +56,41 @@ def restored_after_unclean_stop(
     message = None
     if not from_checkpoint:
         message = f"Restarted from step {restored_step} after an unclean stop: {lost} steps to redo"
+    elif lost == 0:
+        message = (
+            f"Resumed from the checkpoint at step {restored_step} after an unclean stop: "
+            "nothing to redo"
+        )
     event = restored_event(
         restored_step, failed_step=failed_step, steps_lost=lost, reason="crash", message=message
     )
     return EventMsg.model_validate(event)
+
+
+def diverged(engine_event: EventMsg) -> EventMsg:
+    """The engine's `diverged` event (its numbers JSON-safe, its wording), with what the
+    server does about it: the run pauses at its last good step until a viewer acts."""
+    message = engine_event.message.rstrip(".")
+    return engine_event.model_copy(
+        update={"message": f"{message}. Paused: reset, or resume to try the step again"}
+    )
+
+
+def worker_failed(step: int, *, reason: str, attempt: int, retry_in_s: float) -> EventMsg:
+    """The training worker stopped (or could not start); another try follows."""
+    return EventMsg(
+        kind="worker_failed",
+        step=step,
+        message=f"The training worker stopped: {reason}. Restart {attempt} in {retry_in_s:g} s",
+        detail={"reason": reason, "attempt": attempt, "retry_in_s": retry_in_s},
+    )
+
+
+def record_failed(step: int, *, seq: int, reason: str) -> EventMsg:
+    """Writing steps to the history failed; the run goes on, unrecorded until it works again."""
+    return EventMsg(
+        kind="record_failed",
+        step=step,
+        message=f"Steps are not being recorded from step {step}: {reason}. The run goes on",
+        detail={"seq": seq, "reason": reason},
+    )

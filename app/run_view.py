@@ -6,12 +6,17 @@ per change, however many viewers join in between. Every text comes from the prot
 models (app/protocol.py), the one serialiser. Two fast paths only splice texts those models
 made: a step's body, serialised once in the worker, gets `StepMsg`'s own fields (seq,
 sent_at) put in front, and a snapshot carries the latest step frame as it was sent.
+
+Nothing here grows with the length of the run: the loss history is thinned to at most
+`POINTS_KEPT` points (`LossPoints`), the events to the latest `RECENT_EVENTS`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections import deque
+from collections.abc import Iterable, Iterator
 
 from pydantic import TypeAdapter
 
@@ -33,6 +38,9 @@ from app.run_events import restored_after_unclean_stop
 
 HISTORY_POINTS = 2000  # most loss points a snapshot carries
 RECENT_EVENTS = 200
+POINTS_KEPT = 20_000  # most loss points kept in memory (about 4 MB), spanning the whole run
+
+log = logging.getLogger("trainingrun.runner")
 
 # The fields a `step` frame has beyond the body the worker serialised (type, seq, sent_at).
 STEP_OWN_FIELDS = frozenset(StepMsg.model_fields) - frozenset(StepFields.model_fields)
@@ -48,6 +56,59 @@ def downsample(points: list[tuple[int, int, float]], limit: int) -> list[tuple[i
         return points
     idx = sorted({round(i * (n - 1) / (limit - 1)) for i in range(limit)})
     return [points[i] for i in idx]
+
+
+Point = tuple[int, int, float]  # (seq, step, loss)
+
+
+class LossPoints:
+    """A run's loss points in seq order, at most `cap` of them, evenly spread over the run.
+
+    Every `stride`-th point is kept, counting from the run's first; when more than `cap` are
+    kept, every other one goes and the stride doubles. The latest point is always there too,
+    so the history spans from the first step to the latest, and a rollback's branch (steps
+    going down while seq goes up) thins like the rest instead of vanishing.
+    """
+
+    def __init__(self, points: Iterable[Point] = (), cap: int | None = None) -> None:
+        self.cap = POINTS_KEPT if cap is None else cap
+        if self.cap < 3:
+            raise ValueError("keep at least three points")
+        self._kept: list[Point] = []
+        self._stride = 1
+        self._count = 0  # points seen
+        self._latest: Point | None = None  # the newest, when it is not a kept one
+        for p in points:
+            self.append(p)
+
+    def append(self, point: Point) -> None:
+        if self._count % self._stride == 0:
+            self._kept.append(point)
+            # One slot stays free for the latest point.
+            if len(self._kept) > self.cap - 1:
+                self._kept = self._kept[::2]
+                self._stride *= 2
+        self._latest = None if self._kept[-1] is point else point
+        self._count += 1
+
+    def __len__(self) -> int:
+        return len(self._kept) + (self._latest is not None)
+
+    def __iter__(self) -> Iterator[Point]:
+        yield from self._kept
+        if self._latest is not None:
+            yield self._latest
+
+    def __bool__(self) -> bool:
+        return self._count > 0
+
+    def last(self) -> Point | None:
+        if self._latest is not None:
+            return self._latest
+        return self._kept[-1] if self._kept else None
+
+    def to_list(self) -> list[Point]:
+        return list(self)
 
 
 def step_frame_text(body: str, seq: int, sent_at: float) -> str:
@@ -87,7 +148,7 @@ class RunView:
         self.loss: float | None = None
         self.tokens_total = 0
         self.restarts = 0
-        self.points: list[tuple[int, int, float]] = []  # (seq, step, loss)
+        self.points = LossPoints()
         self.events: deque[EventMsg] = deque(maxlen=RECENT_EVENTS)
         self.checkpoints: list[CheckpointMsg] = []
         self.last_frame: str | None = None
@@ -104,9 +165,10 @@ class RunView:
     def changed(self) -> None:
         self._version += 1
 
-    def adopt(self, info: RunInfo, *, reset: bool) -> list[EventMsg]:
+    def adopt(self, info: RunInfo, *, reset: bool, unclean: bool = False) -> list[EventMsg]:
         """Take on a run the worker has just opened (at start, after a crash, on reset).
 
+        `unclean`: the run's last process did not stop cleanly (a kill, a crash).
         Returns the run's startup events, to be recorded and announced.
         """
         self.info = info
@@ -116,11 +178,11 @@ class RunView:
         self.checkpoints = info.checkpoints
         self._hello_cache.clear()
         if reset:
-            self.points, self.last_frame = [], None
+            self.points, self.last_frame = LossPoints(), None
             self.events.clear()
             self.epoch, self.loss, self.tokens_total = 0, None, 0
         else:
-            self.points = self.history.loss_points(self.run_id)
+            self.points = LossPoints(self.history.each_loss_point(self.run_id))
             self.events = deque(
                 (
                     EventMsg.model_validate(e)
@@ -135,9 +197,11 @@ class RunView:
         self.changed()
         events = list(info.startup_events)
         recorded = self.history.last_step(self.run_id)
-        if recorded is None or recorded <= self.step:
+        if recorded is None or reset or (recorded <= self.step and not unclean):
             return events
-        # The process stopped without a final checkpoint: say how much is redone.
+        # The process stopped without finishing cleanly: say so, and how much is redone
+        # (nothing, when it happened to die just after a checkpoint it had recorded).
+        recorded = max(recorded, self.step)
         if any(e.kind == "restored" for e in events):
             crash = restored_after_unclean_stop(self.step, recorded, from_checkpoint=True)
             return [crash if e.kind == "restored" else e for e in events]
@@ -180,8 +244,14 @@ class RunView:
         self.changed()
 
     def record_event(self, e: EventMsg) -> None:
-        """An event raised outside a step: record it in the history and keep it."""
-        self.history.add_event(self.run_id, e.model_dump())
+        """An event raised outside a step: record it in the history and keep it.
+
+        Viewers still hear of it when the history cannot store it (a full disk is often
+        what the event is about)."""
+        try:
+            self.history.add_event(self.run_id, e.model_dump())
+        except Exception as exc:
+            log.error("could not record the %s event: %s: %s", e.kind, exc.__class__.__name__, exc)
         self.events.append(e)
         self.changed()
 
@@ -233,9 +303,9 @@ class RunView:
         """The downsampled loss history, rebuilt only when a step came in: every viewer who
         joins changes the status, not the history."""
         # seq only ever goes up, so the latest point tells whether anything changed.
-        latest = self.points[-1] if self.points else None
+        latest = self.points.last()
         if self._history_cache[0] != latest:
-            shown = downsample(self.points, HISTORY_POINTS)
+            shown = downsample(self.points.to_list(), HISTORY_POINTS)
             points = [{"seq": s, "step": st, "loss": lo} for s, st, lo in shown]
             self._history_cache = (latest, _HISTORY.validate_python(points))
         return self._history_cache[1]

@@ -6,6 +6,11 @@ place that decides pacing: running, paused or resting (no viewer for a while). E
 is in runs.sqlite before any viewer sees it; what viewers see of the run is kept, and turned
 into text, by `RunView` (app/run_view.py). The runner takes plain values (`RunnerOptions`),
 never the web server's settings.
+
+Nothing that goes wrong around the run stops it silently: a step that diverges pauses the
+run (`diverged`), a worker that dies is restarted with growing pauses between tries
+(`worker_failed`), and a step the history cannot store is still shown (`record_failed`);
+each is an event to every viewer, and `problem()` says in one line what is wrong now.
 """
 
 from __future__ import annotations
@@ -14,37 +19,34 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
+from app import run_events
 from app.controls import HANDLERS, ControlError
 from app.engine.config import RunConfig
-from app.history import History, new_run_id
+from app.history import History
 from app.hub import Frame, Hub
-from app.pipe import Ask, Pace, RunInfo, StepReady, WorkerSpec, WorkerState
+from app.pipe import Ask, Pace, RunInfo, StepDiverged, StepReady, WorkerSpec, WorkerState
 from app.protocol import LESSON, MAX, Control, EventMsg, RunState, RunStatus
+from app.run_choice import RunnerOptions, choose_run
 from app.run_view import RunView, step_frame_text
-from app.worker_link import WorkerLink, WorkerUnavailable
+from app.worker import worker_main
+from app.worker_link import WorkerLink, WorkerUnavailable, last_line
 
 log = logging.getLogger("trainingrun.runner")
 
-# Config fields a stored run keeps across restarts unless they are named again: a reset
-# may have changed them.
-STICKY_FIELDS = ("seed", "preset")
+# Restarting a worker that keeps failing: wait 1, 2, 4, ... seconds, at most a minute. A
+# worker that ran this long before it stopped counts as having worked: start again at 1 s.
+RESPAWN_FIRST_S = 1.0
+RESPAWN_MAX_S = 60.0
+WORKED_AFTER_S = 60.0
 
 
-@dataclass(frozen=True)
-class RunnerOptions:
-    """What the runner needs to start, as plain values."""
-
-    run_dir: Path  # data lake, checkpoints
-    config: RunConfig  # the run to start (or to resume, when it is the stored one)
-    explicit: frozenset[str]  # RunConfig fields named explicitly rather than defaulted
-    fresh: bool  # start a new run even when the stored one matches
-    speed: str | float  # "lesson", "max" or steps per second
-    lesson_interval_s: float  # seconds between steps at lesson speed
-    rest_after_s: float  # stop stepping after this long with no viewer; 0 never rests
+def respawn_delay(attempt: int) -> float:
+    """Seconds to wait before restart `attempt` (1, 2, 3, ...)."""
+    return min(RESPAWN_MAX_S, RESPAWN_FIRST_S * 2 ** min(attempt - 1, 30))
 
 
 def speed_interval(speed: str | float, lesson_s: float) -> float:
@@ -56,59 +58,66 @@ def speed_interval(speed: str | float, lesson_s: float) -> float:
 
 
 class Runner:
-    def __init__(self, options: RunnerOptions, hub: Hub, history: History) -> None:
+    def __init__(
+        self,
+        options: RunnerOptions,
+        hub: Hub,
+        history: History,
+        *,
+        worker_target: Callable[..., Any] = worker_main,
+    ) -> None:
         self.options = options
         self.hub = hub
         self.history = history
         self.view = RunView(history)
         self.state: RunState = "running"
         self.speed: str | float = options.speed
-        self._worker = WorkerLink(on_step=self._take_step, on_gone=self._worker_gone)
+        self._worker = WorkerLink(
+            on_step=self._take_step,
+            on_gone=self._worker_gone,
+            on_diverged=self._diverged,
+            target=worker_target,
+        )
         self._seq = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
         self._rest_timer: asyncio.TimerHandle | None = None
         self._lock = asyncio.Lock()  # one control request at a time
         self._respawn_task: asyncio.Task[None] | None = None
+        self._up_since: float | None = None  # when the current worker opened its run
+        self._started = False  # a worker has been started once (later ones are restarts)
+        self._failures = 0  # worker stops in a row, each without a good run in between
+        self._respawn_note = ""  # why the worker is being restarted, while it is
+        self._record_error: str | None = None  # set while steps cannot be recorded
+        self._record_failures = 0
 
     # --- life cycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._seq = self.history.next_seq() - 1
-        config, run_id, fresh = self._choose_run()
+        config, run_id, fresh = choose_run(self.options, self.history)
         await self._spawn(config, run_id, fresh)
         self.hub.on_count_change = self._viewers_changed
         self.send_pace()
         self._arm_rest_timer()
 
-    def _choose_run(self) -> tuple[RunConfig, str, bool]:
-        """Resume the current run unless the options describe a different one.
-
-        A reset may have changed the seed or preset; those stick across restarts unless
-        they are named again.
-        """
-        o = self.options
-        current = None if o.fresh else self.history.current_run()
-        config = o.config
-        if current is not None:
-            stored = RunConfig.from_dict(current.config)
-            keep = {k: getattr(stored, k) for k in STICKY_FIELDS if k not in o.explicit}
-            config = config.with_(**keep)
-            if config.identity() == stored.identity():
-                if config.to_dict() != stored.to_dict():
-                    self.history.update_config(current.run_id, config.to_dict())
-                return config, current.run_id, False
-        run_id = new_run_id()
-        self.history.start_run(run_id, config.to_dict())
-        # A new run never inherits checkpoints left by another one in the same folder.
-        return config, run_id, True
-
     async def _spawn(self, config: RunConfig, run_id: str, fresh: bool) -> None:
+        # The record is the truth about what happened: resume from no checkpoint of steps it
+        # never got (a kill between the worker's save and the server's write), or it would
+        # have a hole; those steps are redone instead, and the restart says so.
+        recorded = None if fresh else self.history.last_step(run_id)
         spec = WorkerSpec(
-            config=config.to_dict(), run_dir=str(self.options.run_dir), fresh=fresh, run_id=run_id
+            config=config.to_dict(),
+            run_dir=str(self.options.run_dir),
+            fresh=fresh,
+            run_id=run_id,
+            resume_at_most=recorded,
         )
-        self.adopt(await self._worker.start(spec), reset=False)
+        clean = self.history.take_clean_stop(run_id) if not self._started else False
+        self._started = True
+        self.adopt(await self._worker.start(spec), reset=False, unclean=not clean)
+        self._up_since = time.monotonic()
 
     async def stop(self) -> None:
         """Stop the worker after a final checkpoint, and remember the latest step frame."""
@@ -121,18 +130,31 @@ class Runner:
         if state is not None:
             self.take_state(state, publish=False)
         if self.view.run_id:
-            self.history.set_last_frame(self.view.run_id, self.view.last_frame)
+            self.history.mark_clean_stop(self.view.run_id, self.view.last_frame)
 
     # --- what the worker sends -----------------------------------------------------------
 
     def _take_step(self, msg: StepReady) -> None:
-        """Record first, then publish: anything a viewer sees is already in runs.sqlite."""
+        """Record first, then publish: anything a viewer sees is already in runs.sqlite.
+
+        Called in the link's reader thread. When the history cannot store a step (disk full,
+        a broken database), the step is still shown, and viewers are told once.
+        """
         self._seq += 1
         seq = self._seq
         events = msg.events
-        self.history.add_step(
-            seq, msg.run_id, asdict(msg.figures), [e.model_dump() for e in events], msg.trace
-        )
+        try:
+            self.history.add_step(
+                seq, msg.run_id, asdict(msg.figures), [e.model_dump() for e in events], msg.trace
+            )
+        except Exception as exc:
+            self._record_failed(seq, msg, exc)
+        else:
+            if self._record_error is not None:
+                log.warning(
+                    "recording steps again at seq %d after %d failed", seq, self._record_failures
+                )
+                self._record_error, self._record_failures = None, 0
         frame = Frame(
             step_frame_text(msg.body, seq, round(time.time(), 6)),
             is_step=True,
@@ -141,24 +163,71 @@ class Runner:
         assert self._loop is not None
         self._loop.call_soon_threadsafe(self._on_step, seq, msg, frame)
 
+    def _record_failed(self, seq: int, msg: StepReady, exc: Exception) -> None:
+        self._record_failures += 1
+        if self._record_error is not None:
+            return  # said once per spell of failures, not once per step
+        reason = last_line(f"{exc.__class__.__name__}: {exc}")
+        self._record_error = reason
+        log.error("could not record step %d (seq %d): %s", msg.figures.step, seq, reason)
+        event = run_events.record_failed(msg.figures.step, seq=seq, reason=reason)
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self.emit, event)
+
     def _on_step(self, seq: int, msg: StepReady, frame: Frame) -> None:
         if self.view.take_step(seq, msg, frame.text):
             self.hub.publish(frame)
         # else: a step of a run that was just reset: recorded, not shown
 
+    def _diverged(self, msg: StepDiverged) -> None:
+        """The worker stopped at its last good step; the run is paused until a viewer acts."""
+        if msg.run_id != self.view.run_id:
+            return  # the run was reset meanwhile
+        self.take_state(msg.state)  # and the events the step raised before it diverged
+        if self.state != "paused":
+            self.state = "paused"
+            self.view.changed()
+        log.warning("%s", msg.event.message)
+        self.emit(run_events.diverged(msg.event))
+
     def _worker_gone(self) -> None:
-        if not self._stopping:
-            log.error("training worker stopped unexpectedly; restarting from the last checkpoint")
-            self._respawn_task = asyncio.ensure_future(self._respawn())
+        if self._stopping:
+            return
+        if self._respawn_task is not None and not self._respawn_task.done():
+            return  # a restart in progress failed; the restart loop tries again itself
+        if self._up_since is not None and time.monotonic() - self._up_since >= WORKED_AFTER_S:
+            self._failures = 0
+        self._up_since = None
+        self._respawn_task = asyncio.ensure_future(self._respawn())
 
     async def _respawn(self) -> None:
-        await asyncio.sleep(1.0)
-        try:
-            await self._spawn(self.view.config, self.view.run_id, fresh=False)
-        except Exception:
-            log.exception("could not restart the training worker")
+        """Restart the worker from the last checkpoint, waiting longer after each failure."""
+        while not self._stopping:
+            reason = self._worker.last_failure or "the training worker stopped"
+            self._failures += 1
+            attempt = self._failures
+            delay = respawn_delay(attempt)
+            log.error("%s; restart %d in %g s from the last checkpoint", reason, attempt, delay)
+            self._respawn_note = f"{reason}; restart {attempt} in {delay:g} s"
+            self.emit(
+                run_events.worker_failed(
+                    self.view.step, reason=reason, attempt=attempt, retry_in_s=delay
+                )
+            )
+            await asyncio.sleep(delay)
+            self._respawn_note = f"{reason}; restart {attempt} in progress"
+            self._worker.last_failure = ""
+            try:
+                await self._spawn(self.view.config, self.view.run_id, fresh=False)
+            except Exception as exc:
+                # A worker that died while starting has said why (the last line of its
+                # traceback); otherwise the start itself failed.
+                if not self._worker.last_failure:
+                    self._worker.last_failure = last_line(f"{exc.__class__.__name__}: {exc}")
+                continue
+            self._respawn_note = ""
+            self.send_pace()
             return
-        self.send_pace()
 
     # --- talking to the worker ------------------------------------------------------------
 
@@ -178,9 +247,9 @@ class Runner:
 
     # --- the run's state ------------------------------------------------------------------
 
-    def adopt(self, info: RunInfo, *, reset: bool) -> None:
+    def adopt(self, info: RunInfo, *, reset: bool, unclean: bool = False) -> None:
         """Take on a run the worker has just opened (at start, after a crash, on reset)."""
-        for e in self.view.adopt(info, reset=reset):
+        for e in self.view.adopt(info, reset=reset, unclean=unclean):
             self.emit(e)
 
     def emit(self, e: EventMsg) -> EventMsg:
@@ -202,6 +271,24 @@ class Runner:
     @property
     def worker_alive(self) -> bool:
         return self._worker.alive
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._worker.pid
+
+    def problem(self) -> str | None:
+        """What is wrong with the run right now, in one line; None when all is well."""
+        if self._stopping:
+            return "the server is shutting down"
+        if self._respawn_note:
+            return self._respawn_note
+        if not self._worker.alive:
+            return self._worker.last_failure or "the training worker is not running"
+        if not self._worker.reader_alive:
+            return "the thread that reads from the training worker has stopped"
+        if self._record_error is not None:
+            return f"steps are not being recorded: {self._record_error}"
+        return None
 
     def status(self) -> RunStatus:
         return self.view.status(self.state, self.speed, self.hub.count)

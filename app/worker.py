@@ -8,7 +8,10 @@ the server is the pipe; the messages are described in app/pipe.py.
 
 from __future__ import annotations
 
+import ctypes
+import os
 import signal
+import sys
 import time
 import traceback
 import zlib
@@ -19,7 +22,7 @@ from typing import Any, ClassVar
 from app.engine.config import RunConfig
 from app.engine.report import Event
 from app.engine.timing import preset_info
-from app.engine.trainer import Trainer
+from app.engine.trainer import Diverged, Trainer
 from app.pipe import (
     Ask,
     CheckpointNow,
@@ -33,6 +36,7 @@ from app.pipe import (
     Request,
     Reset,
     RunInfo,
+    StepDiverged,
     StepFigures,
     StepOnce,
     StepReady,
@@ -43,6 +47,7 @@ from app.protocol import CheckpointMsg, EventMsg, StepFields, TraceMsg
 
 # Events after which the list of checkpoints on disk has changed.
 CHECKPOINT_KINDS = {"checkpoint_saved", "checkpoint_skipped", "restored"}
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def event_msg(e: Event) -> EventMsg:
@@ -68,16 +73,62 @@ def run_info(trainer: Trainer, run_id: str) -> RunInfo:
     )
 
 
+def die_with_parent(parent_pid: int | None) -> bool:
+    """Ask Linux to kill this process when its parent dies; False if the parent is gone.
+
+    A worker that outlives its server would train steps nobody records, save checkpoints
+    ahead of the record and overlap a restarted server on the same folder.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the check before every step still applies
+    # The parent may have died before the request above: then nobody sends the signal.
+    return parent_pid is None or os.getppid() == parent_pid
+
+
+def open_trainer(
+    config: dict[str, Any],
+    run_dir: str,
+    *,
+    fresh: bool,
+    run_id: str,
+    resume_at_most: int | None = None,
+) -> Trainer:
+    # run_id: a checkpoint left by another run in the same folder is never loaded;
+    # resume_at_most: nor one of steps the server never recorded (see pipe.WorkerSpec).
+    return Trainer(
+        RunConfig.from_dict(config),
+        run_dir,
+        fresh=fresh,
+        run_id=run_id,
+        resume_at_most=resume_at_most,
+    )
+
+
 class Worker:
-    def __init__(self, conn: Connection, spec: WorkerSpec) -> None:
+    def __init__(self, conn: Connection, spec: WorkerSpec, parent_pid: int | None = None) -> None:
         self.conn = conn
         self.run_id = spec.run_id
         self.run_dir = spec.run_dir
-        self.trainer = Trainer(RunConfig.from_dict(spec.config), self.run_dir, fresh=spec.fresh)
+        self.parent_pid = parent_pid
+        self.trainer = open_trainer(
+            spec.config,
+            self.run_dir,
+            fresh=spec.fresh,
+            run_id=self.run_id,
+            resume_at_most=spec.resume_at_most,
+        )
         self.running = False
         self.interval = 0.0
         self.last_start = 0.0
         self.closing = False
+
+    def parent_alive(self) -> bool:
+        # Where the parent-death signal is not available, a changed parent pid is the sign.
+        return self.parent_pid is None or os.getppid() == self.parent_pid
 
     def serve(self) -> None:
         self.conn.send(Ready(run_info(self.trainer, self.run_id)))
@@ -89,11 +140,24 @@ class Worker:
                 self.handle(self.conn.recv())
                 continue
             if self.running:
+                if not self.parent_alive():
+                    return  # nobody would record the step
                 self.do_step()
 
     def do_step(self) -> None:
         self.last_start = time.monotonic()
-        report = self.trainer.train_step()
+        try:
+            report = self.trainer.train_step()
+        except Diverged as d:
+            # The update was not applied. Stepping on would only diverge again: wait,
+            # paused at the last good step, for a viewer to reset or to try again.
+            self.running = False
+            self.conn.send(
+                StepDiverged(
+                    run_id=self.run_id, event=event_msg(d.event()), state=self.state(d.events)
+                )
+            )
+            return
         figures = StepFigures(
             step=report.step,
             epoch=report.epoch,
@@ -151,7 +215,7 @@ class Worker:
     def _reset(self, ask: Reset) -> RunInfo:
         self.trainer.close(final_checkpoint=False)
         # fresh=True: the old run's checkpoints must not leak into the new timeline.
-        self.trainer = Trainer(RunConfig.from_dict(ask.config), self.run_dir, fresh=True)
+        self.trainer = open_trainer(ask.config, self.run_dir, fresh=True, run_id=ask.run_id)
         self.run_id = ask.run_id
         return run_info(self.trainer, ask.run_id)
 
@@ -179,12 +243,16 @@ class Worker:
         )
 
 
-def worker_main(conn: Connection, spec: WorkerSpec) -> None:
+def worker_main(conn: Connection, spec: WorkerSpec, parent_pid: int | None = None) -> None:
+    """The worker process's entry point. `parent_pid`: the server's pid; the worker exits
+    when its server is gone."""
+    if not die_with_parent(parent_pid):
+        return
     # Ctrl+C reaches the whole process group; the server shuts the worker down itself,
     # after a final checkpoint, so the worker must not die first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        Worker(conn, spec).serve()
+        Worker(conn, spec, parent_pid).serve()
     except (EOFError, BrokenPipeError):
         pass  # the server went away; nothing left to tell
     except Exception:

@@ -25,8 +25,9 @@ from app.protocol import (
     StepMsg,
     server_message_adapter,
 )
+from app.run_choice import RunnerOptions
 from app.run_view import RunView, snapshot_text, step_frame_text
-from app.runner import Runner, RunnerOptions
+from app.runner import Runner
 from app.worker import Worker, run_info
 
 
