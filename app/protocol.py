@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter
 
 from app.engine.trace import GROUPS, KINDS
 
@@ -28,8 +28,16 @@ SPEED_MAX = 1000.0
 LESSON = "lesson"  # one step every couple of seconds, so each phase can be watched
 MAX = "max"  # as fast as the engine goes; frames to each viewer are capped and coalesced
 
-# Event kinds raised by run control (the engine's own kinds are in app/engine/report.py).
-CONTROL_EVENT_KINDS = ("paused", "resumed", "speed_changed", "run_reset")
+# Event kinds the server raises: run control, and what went wrong around the run (a worker
+# that failed, steps not recorded). The engine's own, `diverged` among them, are in report.py.
+CONTROL_EVENT_KINDS = (
+    "paused",
+    "resumed",
+    "speed_changed",
+    "run_reset",
+    "worker_failed",
+    "record_failed",
+)
 
 Speed = Literal["lesson", "max"] | Annotated[float, Field(ge=SPEED_MIN, le=SPEED_MAX)]
 RunState = Literal["running", "paused", "resting"]
@@ -47,9 +55,9 @@ class _Out(BaseModel):
 class EventMsg(_Out):
     type: Literal["event"] = "event"
     kind: str = Field(
-        description="engine kind (checkpoint_saved, checkpoint_skipped, gpu_failed, restored, "
-        "gpu_replaced, epoch_started) or run-control kind (paused, resumed, speed_changed, "
-        "run_reset)"
+        description="engine kind (checkpoint_saved, checkpoint_skipped, checkpoint_failed, "
+        "gpu_failed, restored, gpu_replaced, epoch_started, shard_rebuilt) or server kind "
+        "(paused, resumed, speed_changed, run_reset, diverged, worker_failed, record_failed)"
     )
     step: int
     message: str
@@ -345,9 +353,18 @@ ServerMessage = Annotated[
 # --- client to server ---------------------------------------------------------------------
 
 
+# What a client may send as a speed: as Speed, but strictly a finite number (true is not 1
+# step/s, "5" is not 5) when it is not a name.
+SpeedValue = (
+    Literal["lesson", "max"]
+    | Annotated[float, Field(ge=SPEED_MIN, le=SPEED_MAX, strict=True, allow_inf_nan=False)]
+)
+
+
 class _In(BaseModel):
-    # A misspelt field is an error the sender hears about, not something silently dropped.
-    model_config = ConfigDict(extra="forbid")
+    # A misspelt field is an error the sender hears about, not something silently dropped;
+    # numbers are numbers (no true for 1, no "7" for 7) and finite.
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
     type: Literal["control"] = "control"
     token: str | None = Field(default=None, max_length=256, description="presenter token")
 
@@ -368,14 +385,14 @@ class StepControl(_In):
 
 class SpeedControl(_In):
     action: Literal["speed"]
-    value: Speed
+    value: SpeedValue
 
 
 class ResetControl(_In):
     """Start a fresh run (new run_id); the old run's history stays in the database."""
 
     action: Literal["reset"]
-    seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    seed: StrictInt | None = Field(default=None, ge=0, le=2**31 - 1)
     preset: str | None = Field(default=None, min_length=1, max_length=64)
 
 
@@ -383,7 +400,9 @@ class FailGpuControl(_In):
     """Fail one GPU now; the run rolls back to the last good checkpoint."""
 
     action: Literal["fail_gpu"]
-    gpu: int = Field(ge=0, description="checked against the cluster size by the runner")
+    gpu: StrictInt = Field(
+        ge=0, le=2**31 - 1, description="checked against the cluster size by the runner"
+    )
 
 
 class CheckpointControl(_In):

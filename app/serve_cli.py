@@ -5,6 +5,7 @@ the variable it came from."""
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 import threading
 import webbrowser
@@ -16,6 +17,7 @@ from app.cli import CommandParser
 from app.engine.config import RunConfig
 from app.engine.timing import PRESETS
 from app.protocol import parse_speed
+from app.rundir import check_run_dir
 from app.security import Guard
 from app.server import WS_MAX_SIZE, create_app
 from app.settings import Settings
@@ -86,6 +88,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--public", action="store_true", default=None, help="require the token even on loopback"
     )
     p.add_argument(
+        "--allowed-host",
+        dest="allowed_hosts",
+        action="append",
+        metavar="NAME",
+        help="another name or IP address people use to reach this server, besides localhost "
+        "and --host (repeatable). Requests for any other name are refused, so a web page "
+        "cannot reach the run by pointing a name of its own at this machine (DNS rebinding). "
+        "For a classroom on --host 0.0.0.0, add the address or name the students type, "
+        "e.g. --allowed-host 192.168.1.20 --allowed-host teacher-pc.local "
+        "(find them with `hostname -I` and `hostname`)",
+    )
+    p.add_argument(
         "--rest-after",
         dest="rest_after_s",
         type=float,
@@ -142,6 +156,9 @@ def settings_from_args(argv: list[str]) -> Settings:
         settings.run_config()  # the cluster's shape: gpus over servers, batch over gpus
     except ValueError as exc:
         parser.error(str(exc))
+    problem = check_run_dir(settings.run_dir)
+    if problem:
+        parser.error(f"--run-dir: {problem}")
     return settings
 
 
@@ -156,6 +173,13 @@ def serve_main(argv: list[str] | None = None) -> int:
     print(f"Training Run: {url}  (run dir {settings.run_dir})", flush=True)
     if guard.public:
         print(f"Public server: anyone can watch; to control open {url}?token={guard.token}")
+    if settings.host in ("0.0.0.0", "::", "") and not settings.allowed_hosts:
+        print(
+            "Listening on every interface, but answering only to localhost: for other "
+            "machines add --allowed-host with the address or name they use "
+            f"(this machine is {socket.gethostname()!r})",
+            flush=True,
+        )
     if settings.open_browser:
         threading.Timer(1.5, webbrowser.open, args=(url,)).start()
     config = uvicorn.Config(

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
@@ -24,7 +25,14 @@ from app.hub import Hub
 from app.paths import STATIC_DIR
 from app.routes import http, traces, ws
 from app.runner import Runner
-from app.security import BucketsByKey, Guard
+from app.security import (
+    BodyLimit,
+    BucketsByKey,
+    Guard,
+    HostCheck,
+    install_log_redaction,
+    validation_error_handler,
+)
 from app.settings import Settings
 
 log = logging.getLogger("trainingrun")
@@ -107,6 +115,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
     app.add_middleware(CacheHeaders)
     app.add_middleware(GZipMiddleware, minimum_size=500)
+    # Added last, so they run first: nothing else sees a foreign Host or an oversized body.
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(HostCheck, guard=guard)
+    # FastAPI's own 422 repeats the input, which may be megabytes or not valid JSON (NaN).
+    app.add_exception_handler(RequestValidationError, validation_error_handler)
+    install_log_redaction()
     return app
 
 

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import json
 from pathlib import Path
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.engine.config import RunConfig
 from app.protocol import parse_speed
-from app.runner import RunnerOptions
+from app.run_choice import RunnerOptions
+from app.security import host_entry
 
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
@@ -45,6 +48,12 @@ class Settings(BaseSettings):
     public: bool | None = None
     # Browser origins allowed on /ws besides the server's own (e.g. "http://example:8000").
     allowed_origins: list[str] = Field(default_factory=list)
+    # Names or addresses the server answers to besides loopback and `host` (a wildcard host
+    # names none): a request for any other Host is refused, which defeats DNS rebinding.
+    # TRAININGRUN_ALLOWED_HOSTS takes a comma-separated list (or a JSON list).
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Request bodies over this many bytes get 413 before they are read (REST and pages).
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
 
     # The run
     preset: str = "h100"
@@ -70,6 +79,21 @@ class Settings(BaseSettings):
     client_queue_limit: int = Field(default=512, ge=8)
     send_timeout_s: float = Field(default=30.0, gt=0)
     log_level: str = "info"
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _allowed_hosts(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            text = v.strip()
+            try:
+                v = json.loads(text) if text.startswith("[") else None
+            except ValueError:
+                v = None  # "[::1]" is an address, not a JSON list
+            if not isinstance(v, list):
+                v = [part for part in text.replace(" ", ",").split(",") if part]
+        if not isinstance(v, list | tuple):
+            raise ValueError("must be a list of host names or addresses")
+        return [host_entry(str(h)) for h in v]
 
     @field_validator("speed")
     @classmethod

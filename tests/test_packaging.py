@@ -257,10 +257,13 @@ def test_serve_help_documents_every_option(capsys):
         (["--preset", "tpu"], "--preset"),
         (["--log-level", "loud"], "--log-level"),
         (["--port", "eighty"], "--port"),
+        (["--run-dir", "pyproject.toml"], "--run-dir"),
+        (["--run-dir", "pyproject.toml/runs"], "--run-dir"),
     ],
     ids=shlex.join,
 )
 def test_serve_bad_values_are_one_line_errors(capsys, monkeypatch, args, named):
+    monkeypatch.chdir(ROOT)  # a file to point --run-dir at
     for key in list(os.environ):
         if key.startswith("TRAININGRUN_"):
             monkeypatch.delenv(key)

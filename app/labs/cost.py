@@ -25,6 +25,18 @@ DEFAULT_KWH_PRICE = 0.10  # USD per kWh, rough industrial rate
 # US Energy Information Administration: an average US home used about 10,500 kWh in a year.
 HOME_KWH_PER_YEAR = 10_500.0
 
+# What each input may be: far wider than any real cluster, narrow enough that every figure
+# worked out from them (with counts up to hardware.MAX_COUNT) stays a finite number. The
+# REST models in app/routes/labs.py use the same limits.
+GPUS_MAX = 10_000_000
+UTILISATION_MIN = 0.001
+PEAK_TFLOPS_MIN = 0.001
+PEAK_TFLOPS_MAX = 1e6
+POWER_W_MAX = 1e6
+PUE_MAX = 5.0
+PRICE_PER_GPU_HOUR_MAX = 1e6
+KWH_PRICE_MAX = 1e3
+
 
 @dataclass
 class CostInputs:
@@ -76,21 +88,27 @@ def compute_cost(
     if gpu not in GPUS:
         raise FieldError("gpu", f"unknown GPU {gpu!r}; use {list(GPUS)}")
     spec = GPUS[gpu]
-    if isinstance(gpus, bool) or int(gpus) != gpus or gpus < 1:
-        raise FieldError("gpus", "must be a whole number of at least 1")
-    if not 0 < utilisation <= 1:
-        raise FieldError("utilisation", "must be more than 0 and at most 1")
+    whole = isinstance(gpus, int) and not isinstance(gpus, bool)
+    whole = whole or isinstance(gpus, float) and gpus.is_integer()  # False for inf and NaN
+    if not whole or not 1 <= gpus <= GPUS_MAX:
+        raise FieldError("gpus", f"must be a whole number from 1 to {GPUS_MAX:,}")
+    if not UTILISATION_MIN <= utilisation <= 1:  # also refuses NaN
+        raise FieldError("utilisation", f"must be from {UTILISATION_MIN:g} to 1")
     peak = spec.bf16_tflops if peak_tflops is None else peak_tflops
     power = spec.power_w if power_w is None else power_w
     price = spec.price_per_hour if price_per_gpu_hour is None else price_per_gpu_hour
-    _positive("peak_tflops", peak)
-    _positive("power_w", power)
-    if not pue >= 1:
-        raise FieldError("pue", "must be at least 1 (1 means no overhead)")
-    if not price >= 0:
-        raise FieldError("price_per_gpu_hour", "must not be negative")
-    if not kwh_price >= 0:
-        raise FieldError("kwh_price", "must not be negative")
+    if not PEAK_TFLOPS_MIN <= peak <= PEAK_TFLOPS_MAX:
+        raise FieldError(
+            "peak_tflops", f"must be from {PEAK_TFLOPS_MIN:g} to {PEAK_TFLOPS_MAX:g} TFLOP/s"
+        )
+    if not 0 < power <= POWER_W_MAX:
+        raise FieldError("power_w", f"must be more than 0 and at most {POWER_W_MAX:g} W")
+    if not 1 <= pue <= PUE_MAX:
+        raise FieldError("pue", f"must be from 1 (no overhead) to {PUE_MAX:g}")
+    if not 0 <= price <= PRICE_PER_GPU_HOUR_MAX:
+        raise FieldError("price_per_gpu_hour", f"must be from 0 to {PRICE_PER_GPU_HOUR_MAX:g}")
+    if not 0 <= kwh_price <= KWH_PRICE_MAX:
+        raise FieldError("kwh_price", f"must be from 0 to {KWH_PRICE_MAX:g}")
 
     flops = FLOPS_PER_PARAM_PER_TOKEN * n * t
     seconds = flops / (gpus * peak * 1e12 * utilisation)
@@ -130,8 +148,3 @@ def _count(field: str, value: float | str) -> float:
         return parse_count(value)
     except ValueError as e:
         raise FieldError(field, str(e)) from None
-
-
-def _positive(field: str, value: float) -> None:
-    if not value > 0:
-        raise FieldError(field, "must be greater than zero")

@@ -9,6 +9,7 @@ gigabytes (1 GB = 1e9 bytes) and throughput in TFLOP/s, as the datasheets count 
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -104,17 +105,24 @@ MODEL_PRESETS: dict[str, float] = {
 }
 
 _SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+# The largest count the calculators take: 10,000 trillion parameters or tokens, far beyond
+# any real run, and small enough that every figure worked out from it stays a finite number.
+MAX_COUNT = 1e16
+MAX_COUNT_TEXT = "1e16 (10,000T)"
 
 
 def parse_count(text: str | float | int) -> float:
     """Read a count such as "70B", "7.5b", "1T", "350M" or a plain number.
 
-    Raises ValueError for anything that is not a positive, finite count.
+    Raises ValueError for anything that is not a positive, finite count up to MAX_COUNT.
     """
     if isinstance(text, bool):
         raise ValueError("must be a number such as 70B or 7e9")
     if isinstance(text, int | float):
-        value = float(text)
+        try:
+            value = float(text)
+        except OverflowError:  # an int beyond any float
+            value = math.inf
     else:
         s = text.strip().replace(",", "").replace("_", "").upper()
         if not s:
@@ -126,7 +134,12 @@ def parse_count(text: str | float | int) -> float:
         try:
             value = float(s) * scale
         except ValueError:
-            raise ValueError(f"{text!r} is not a count such as 70B, 1T or 7e9") from None
-    if not value > 0 or value == float("inf"):
+            shown = text if len(text) <= 24 else text[:21] + "..."
+            raise ValueError(f"{shown!r} is not a count such as 70B, 1T or 7e9") from None
+    if math.isnan(value):
+        raise ValueError("must be a number such as 70B or 7e9")
+    if not value > 0:
         raise ValueError("must be greater than zero")
+    if value > MAX_COUNT:
+        raise ValueError(f"must be at most {MAX_COUNT_TEXT}")
     return value

@@ -30,9 +30,14 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
 
 @router.get("/api/health", tags=["run"])
 async def health(request: Request) -> dict[str, Any]:
+    """`ok` only while the run can go on; otherwise `problem` says what is wrong, in one line
+    (the worker stopped and is being restarted, the link to it broke, steps are not recorded)."""
     runner = _runner(request)
+    problem = runner.problem()
     return {
-        "ok": runner.worker_alive,
+        "ok": problem is None,
+        "problem": problem,
+        "worker_pid": runner.worker_pid,
         "protocol": PROTOCOL_VERSION,
         "run_id": runner.view.run_id,
         "state": runner.state,
@@ -55,8 +60,11 @@ async def run_control(
     request: Request, control: Annotated[Control, Body(discriminator="action")]
 ) -> Any:
     """Same body as the websocket `control` message. The presenter token, when the server
-    needs one, goes in the body's `token` or an `Authorization: Bearer <token>` header."""
+    needs one, goes in the body's `token` or an `Authorization: Bearer <token>` header.
+    Browsers may send it only from a page on one of this server's own names (its Origin)."""
     guard: Guard = request.app.state.guard
+    if not guard.origin_ok(request.headers.get("origin")):
+        return _error(403, "forbidden_origin", "controls are not accepted from other sites")
     buckets: BucketsByKey = request.app.state.rest_buckets
     client = request.client.host if request.client else "?"
     if not buckets.take(client):

@@ -16,6 +16,14 @@ from app.labs.cost import (
     DEFAULT_KWH_PRICE,
     DEFAULT_PUE,
     DEFAULT_UTILISATION,
+    GPUS_MAX,
+    KWH_PRICE_MAX,
+    PEAK_TFLOPS_MAX,
+    PEAK_TFLOPS_MIN,
+    POWER_W_MAX,
+    PRICE_PER_GPU_HOUR_MAX,
+    PUE_MAX,
+    UTILISATION_MIN,
     CostResult,
     compute_cost,
 )
@@ -41,6 +49,24 @@ GpuId = Literal["a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb", "b200-180gb
 
 def _count(v: Any) -> float:
     return parse_count(v)  # ValueError -> 422 for this field
+
+
+# A count as a number or as text such as "70B"; the limits (finite, up to 1e16) are
+# parse_count's. Text longer than any count is refused before it is read.
+Count = float | Annotated[str, Field(max_length=32)]
+# Every number a lab takes is finite: NaN and infinity are refused as input.
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class _LabRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans(cls, v: Any) -> Any:
+        if isinstance(v, bool):  # JSON true is not the number 1
+            raise ValueError("must be a number, not true or false")
+        return v
 
 
 # ---- ring lab -------------------------------------------------------------------------------
@@ -101,9 +127,8 @@ def ring_lab(
 # ---- memory calculator ---------------------------------------------------------------------
 
 
-class MemoryRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    params: float | str = Field("70B", description="model size: 70B, 1T, 7e9 ...")
+class MemoryRequest(_LabRequest):
+    params: Count = Field("70B", description="model size: 70B, 1T, 7e9 ... up to 1e16")
     precision: PrecisionId = "bf16"
     gpu: GpuId = "h100-80gb"
 
@@ -166,19 +191,19 @@ def options() -> dict[str, Any]:
 # ---- cost and energy -----------------------------------------------------------------------
 
 
-class CostRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    params: float | str = "70B"
-    tokens: float | str = "2T"
+class CostRequest(_LabRequest):
+    # The limits are app/labs/cost.py's: every figure worked out from them stays finite.
+    params: Count = Field("70B", description="model size: 70B, 1T, 7e9 ... up to 1e16")
+    tokens: Count = Field("2T", description="training tokens: 2T, 15e12 ... up to 1e16")
     gpu: GpuId = "h100-80gb"
-    gpus: int = Field(1024, ge=1, le=10_000_000)
-    utilisation: float = Field(DEFAULT_UTILISATION, gt=0, le=1)
+    gpus: int = Field(1024, ge=1, le=GPUS_MAX)
+    utilisation: Finite = Field(DEFAULT_UTILISATION, ge=UTILISATION_MIN, le=1)
     # None = take the GPU's datasheet figure / the rough price.
-    peak_tflops: float | None = Field(None, gt=0)
-    power_w: float | None = Field(None, gt=0)
-    pue: float = Field(DEFAULT_PUE, ge=1, le=5)
-    price_per_gpu_hour: float | None = Field(None, ge=0)
-    kwh_price: float = Field(DEFAULT_KWH_PRICE, ge=0)
+    peak_tflops: Finite | None = Field(None, ge=PEAK_TFLOPS_MIN, le=PEAK_TFLOPS_MAX)
+    power_w: Finite | None = Field(None, gt=0, le=POWER_W_MAX)
+    pue: Finite = Field(DEFAULT_PUE, ge=1, le=PUE_MAX)
+    price_per_gpu_hour: Finite | None = Field(None, ge=0, le=PRICE_PER_GPU_HOUR_MAX)
+    kwh_price: Finite = Field(DEFAULT_KWH_PRICE, ge=0, le=KWH_PRICE_MAX)
 
     @field_validator("params", "tokens")
     @classmethod

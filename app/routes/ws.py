@@ -1,7 +1,8 @@
 """/ws: hello and snapshot on connect, then live steps and events; controls come back here.
 
-Anything a client sends is checked in order (rate, size, JSON, shape, permission) and each
-problem is answered with an `error` frame naming it; the connection and the run go on.
+Anything a client sends is checked in order (rate, size, nesting, JSON with finite numbers,
+shape, permission) and each problem is answered with an `error` frame naming it; the
+connection and the run go on.
 """
 
 from __future__ import annotations
@@ -10,16 +11,18 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
+from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from app.controls import ControlError
 from app.hub import Frame, Hub, Viewer
 from app.protocol import ErrorMsg, control_adapter
 from app.runner import Runner
-from app.security import Guard, TokenBucket
+from app.security import MAX_JSON_DEPTH, Guard, TokenBucket, json_depth, short_repr
 from app.settings import Settings
 
 log = logging.getLogger("trainingrun.ws")
@@ -28,6 +31,7 @@ router = APIRouter()
 # Close codes: 1008 policy violation (foreign origin), 1013 try again later (too slow).
 CLOSE_POLICY = 1008
 CLOSE_TOO_SLOW = 1013
+FOREIGN_ORIGIN = "pages from other sites may not open this server's websocket"
 
 _RANGE_ERRORS = {
     "greater_than",
@@ -41,6 +45,26 @@ _RANGE_ERRORS = {
 
 def error_text(code: str, message: str) -> str:
     return ErrorMsg(code=code, message=message).model_dump_json()
+
+
+class NotFinite(ValueError):
+    """A number JSON allows only by Python's leniency (NaN, Infinity) or beyond a float."""
+
+
+def _constant(name: str) -> float:
+    raise NotFinite(f"numbers must be finite: {name} is not allowed")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise NotFinite(f"numbers must be finite: {text[:24]} is beyond the largest float")
+    return value
+
+
+def parse_json(text: str) -> Any:
+    """json.loads, strict about numbers: NaN, Infinity and 1e400 (inf) raise NotFinite."""
+    return json.loads(text, parse_constant=_constant, parse_float=_finite)
 
 
 def describe_validation(exc: ValidationError) -> tuple[str, str]:
@@ -68,8 +92,10 @@ def describe_validation(exc: ValidationError) -> tuple[str, str]:
         # A speed that is neither name nor number fails both branches: say it once.
         loc = [x for x in loc if not x.startswith(("literal[", "constrained-", "float"))]
         where = ".".join(loc) or "message"
+        # A misspelt field's name comes from the client: never echo much of it.
+        where = where if len(where) <= 40 else short_repr(where, 40)
         parts.append(f"{where}: {e['msg']}")
-    return code, "; ".join(dict.fromkeys(parts))
+    return code, "; ".join(list(dict.fromkeys(parts))[:5])
 
 
 class Session:
@@ -83,6 +109,14 @@ class Session:
         app = ws.app
         self.runner: Runner = app.state.runner
         self.guard: Guard = app.state.guard
+        # Unexpected failures on this connection: the first is logged in full, the rest
+        # only counted, so one client cannot flood the log.
+        self.failures = 0
+
+    @property
+    def peer(self) -> str:
+        client = self.ws.client
+        return f"{client.host}:{client.port}" if client else "?"
 
     def reply_error(self, code: str, message: str) -> None:
         self.viewer.push(Frame(error_text(code, message)))
@@ -96,8 +130,16 @@ class Session:
                 await self.handle(msg.get("text"), msg.get("bytes"))
             except Exception:
                 # Never let one message take the connection down.
-                log.exception("unexpected error handling a client message")
+                self.failures += 1
+                if self.failures == 1:
+                    log.exception("unexpected error handling a message from %s", self.peer)
                 self.reply_error("internal", "the server could not handle that message")
+
+    def log_summary(self) -> None:
+        if self.failures > 1:
+            log.warning(
+                "%d more unexpected errors from %s were not logged", self.failures - 1, self.peer
+            )
 
     async def handle(self, text: str | None, data: bytes | None) -> None:
         if not self.bucket.take():
@@ -113,10 +155,16 @@ class Session:
         if len(text) > limit or len(text.encode("utf-8", "surrogatepass")) > limit:
             self.reply_error("too_large", f"messages are limited to {limit} bytes")
             return
+        if json_depth(text) > MAX_JSON_DEPTH:
+            self.reply_error("too_deep", f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
+            return
         try:
-            raw: Any = json.loads(text)
-        except ValueError as exc:
-            self.reply_error("invalid_json", f"not valid JSON: {exc}")
+            raw: Any = parse_json(text)
+        except NotFinite as exc:
+            self.reply_error("out_of_range", str(exc))
+            return
+        except (ValueError, RecursionError) as exc:
+            self.reply_error("invalid_json", f"not valid JSON: {str(exc)[:200]}")
             return
         if not isinstance(raw, dict):
             self.reply_error("not_an_object", "a message must be a JSON object with a type")
@@ -152,8 +200,13 @@ async def websocket_endpoint(ws: WebSocket) -> None:
     hub: Hub = app.state.hub
     guard: Guard = app.state.guard
     settings: Settings = app.state.settings
-    if not guard.origin_ok(ws.headers.get("origin"), ws.headers.get("host")):
-        await ws.close(code=CLOSE_POLICY)  # before accept: the handshake gets a 403
+    if not guard.origin_ok(ws.headers.get("origin")):
+        # Before accept: the handshake gets a 403, with the reason where the server can say it.
+        if "websocket.http.response" in ws.scope.get("extensions", {}):
+            reason = {"type": "error", "code": "forbidden_origin", "message": FOREIGN_ORIGIN}
+            await ws.send_denial_response(JSONResponse(reason, status_code=403))
+        else:
+            await ws.close(code=CLOSE_POLICY)
         return
     can_control = guard.may_control(ws.query_params.get("token"))
     await ws.accept()
@@ -170,6 +223,7 @@ async def websocket_endpoint(ws: WebSocket) -> None:
     finally:
         for task in (receiving, dropped):
             task.cancel()
+        session.log_summary()
         await hub.remove(viewer)
         if dropped.done() and not dropped.cancelled() and not receiving.done():
             with contextlib.suppress(Exception):

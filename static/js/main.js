@@ -61,8 +61,33 @@ function topologyKey(t) {
   return t ? `${t.gpus?.length}/${t.servers?.length}/${t.leaves?.length}/${t.spines?.length}` : '';
 }
 
+const TOKEN_KEY = 'trainingRun.presenterToken';
+
+/** The presenter token from `?token=` in the address, taken out of the address bar at once
+ * so that copying the link never shares it. This tab keeps it (sessionStorage) so a reload
+ * stays in control; other tabs and other people do not get it. */
+function takeToken() {
+  const url = new URL(window.location.href);
+  const token = url.searchParams.get('token');
+  if (token === null) {
+    try {
+      return sessionStorage.getItem(TOKEN_KEY);
+    } catch {
+      return null; // storage disabled: a reload is view-only, nothing worse
+    }
+  }
+  url.searchParams.delete('token');
+  history.replaceState(history.state, '', `${url.pathname}${url.search}${url.hash}`);
+  try {
+    sessionStorage.setItem(TOKEN_KEY, token);
+  } catch {
+    // storage disabled: this page still has the token for as long as it is open
+  }
+  return token || null;
+}
+
 function main() {
-  const token = new URLSearchParams(window.location.search).get('token');
+  const token = takeToken();
   const socket = connect(store, { token });
   const send = (msg) => socket.send(msg);
 

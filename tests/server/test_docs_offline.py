@@ -39,7 +39,7 @@ class _Assets(HTMLParser):
 def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
     # Not entered as a context manager: the lifespan (the training worker) is not needed here.
     run_dir = tmp_path_factory.mktemp("docs") / "run"
-    return TestClient(create_app(Settings(run_dir=run_dir)))
+    return TestClient(create_app(Settings(run_dir=run_dir)), base_url="http://127.0.0.1")
 
 
 @pytest.fixture(scope="module")

@@ -2,13 +2,16 @@
 // to store.apply, and reconnects on its own with exponential backoff and jitter (capped at
 // about 5 s) so a restarted server or a flaky classroom network never needs a page reload.
 // On reconnect the server sends hello + snapshot, which restore the whole state.
+// A presenter's token rides on the websocket's own URL, so the server knows this connection
+// may control from the start (hello.can_control) and on every reconnect.
 
 const BASE_DELAY_MS = 300;
 const MAX_DELAY_MS = 5000;
 
-export function wsUrl(loc = window.location) {
+export function wsUrl(loc = window.location, token = null) {
   const scheme = loc.protocol === 'https:' ? 'wss:' : 'ws:';
-  return `${scheme}//${loc.host}/ws`;
+  const query = token ? `?token=${encodeURIComponent(token)}` : '';
+  return `${scheme}//${loc.host}/ws${query}`;
 }
 
 /** Delay before reconnect attempt `attempt` (0-based): doubling, capped, with jitter so a
@@ -18,7 +21,7 @@ export function backoffDelay(attempt, random = Math.random) {
   return Math.round(ceiling * (0.5 + 0.5 * random()));
 }
 
-export function connect(store, { url = wsUrl(), token = null } = {}) {
+export function connect(store, { token = null, url = wsUrl(window.location, token) } = {}) {
   let ws = null;
   let attempt = 0;
   let timer = null;
