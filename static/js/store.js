@@ -220,9 +220,10 @@ class Store {
           ok: true,
         });
         break;
+      case 'diverged': // the run stops itself at its last good step
       case 'paused':
       case 'resumed':
-        if (s.status) s.status.state = e.kind === 'paused' ? 'paused' : 'running';
+        if (s.status) s.status.state = e.kind === 'resumed' ? 'running' : 'paused';
         this.emit('change:status', s.status);
         break;
       case 'speed_changed':

@@ -68,6 +68,20 @@ export function createOverlays(store) {
       case 'run_reset':
         toast(e.message || 'The run was reset', 'info');
         break;
+      case 'diverged':
+        // The run has stopped itself: this stays up until someone acts.
+        toast(e.message || 'The run diverged and stopped', 'failure', 20000);
+        break;
+      case 'worker_failed':
+        toast(e.message || 'The training process failed; retrying', 'error', 9000);
+        break;
+      case 'checkpoint_failed':
+      case 'record_failed':
+        toast(e.message || 'Something could not be saved', 'warn', 9000);
+        break;
+      case 'shard_rebuilt':
+        toast(e.message || 'A damaged data shard was rebuilt', 'info');
+        break;
       default:
         break;
     }
