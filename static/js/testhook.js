@@ -80,7 +80,7 @@ export function installTestHook({ store, getStage, actions, labels, tour }) {
     helpOpen: () => Boolean(s().helpOpen),
     card: () => s().card ?? null,
     fullscreen: () => Boolean(document.fullscreenElement),
-    camera: () => ({ ...actions.camera }),
+    camera: () => ({ ...actions.camera, distance: info()?.distance ?? null }),
     runId: () => s().hello?.run_id ?? null,
     memoryCase: () => (s().memoryCase ? JSON.parse(JSON.stringify(s().memoryCase)) : null),
     placement: () => s().placement ?? 'data',

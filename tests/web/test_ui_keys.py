@@ -36,10 +36,15 @@ def test_every_key_changes_its_state(page_at, web) -> None:
             assert (after - before) * sign > 0, key
     wait_true(page, f"t.frames > {frames}")
 
-    # + / = zoom in, - / _ zoom out.
+    # + / = zoom in (the camera really comes closer), - / _ zoom out.
     z = tr("camera")["zoom"]
+    d = tr("camera")["distance"]
     press(page, "+")
     assert tr("camera")["zoom"] > z
+    assert tr("camera")["distance"] < d * 0.95
+    press(page, "-")
+    assert abs(tr("camera")["distance"] - d) < 1e-6 * d
+    press(page, "+")
     press(page, "=")
     z2 = tr("camera")["zoom"]
     assert z2 > z
@@ -149,4 +154,23 @@ def test_key_legend_is_drawn_from_the_key_map(page_at, web) -> None:
     assert web.tr(page, "helpOpen") is True
     page.keyboard.press("Escape")
     assert web.tr(page, "helpOpen") is False
+    assert w.errors == []
+
+
+def test_space_after_clicking_a_toolbar_button_only_spins(page_at, web) -> None:
+    """A clicker's or a stray Space must never press the button the mouse last clicked."""
+    w = page_at()
+    page = w.page
+    web.wait_stage(page)
+    page.wait_for_function("window.trainingRun.step > 0")
+    page.click("#btn-fail")
+    page.wait_for_function("window.trainingRun.failures === 1", timeout=20_000)
+    spin = web.tr(page, "spin")
+    assert page.evaluate("document.activeElement.id") in ("btn-fail", "")
+    page.keyboard.press(" ")
+    page.wait_for_timeout(1500)  # a second failure would have been sent and reported by now
+    assert web.tr(page, "failures") == 1
+    assert web.tr(page, "spin") is (not spin)
+    page.keyboard.press(" ")
+    assert web.tr(page, "spin") is spin
     assert w.errors == []

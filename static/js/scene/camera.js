@@ -143,6 +143,7 @@ export function createCameraRig({ canvas, spec, look, requestRender }) {
     requestRender();
   }
 
+  /** factor > 1 moves the camera closer (the distance is divided by it). */
   function zoom(factor) {
     const off = camera.position.clone().sub(controls.target);
     manual = true;
@@ -215,6 +216,10 @@ export function createCameraRig({ canvas, spec, look, requestRender }) {
     camera,
     get view() {
       return view;
+    },
+    /** Distance from the camera to the point it orbits (smaller is closer). */
+    get distance() {
+      return camera.position.distanceTo(controls.target);
     },
     setView,
     framePart,

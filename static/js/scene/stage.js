@@ -14,7 +14,8 @@
 //   stage.onFrame(fn) -> unsubscribe: fn({frames, drawCalls}) after every drawn frame
 //   stage.info() -> {drawCalls, frames, triangles, view, +drawables (meshes, lines and
 //       sprites in the scene: the ceiling on draw calls whatever is lit), +programs,
-//       +playing (a step's animation still has something left to show)}
+//       +playing (a step's animation still has something left to show), +distance (from
+//       the camera to the point it orbits)}
 //   + stage.onUpdate(fn) -> unsubscribe: fn(frame) each tick the parts updated, with the
 //       frame they updated from (see loop.js), e.g. to count what was shown
 //   + stage.framePart(partId, {instant}) flies to frame one part (the tour uses it when a
@@ -183,6 +184,7 @@ export function createStage(canvas, { spec, topology, store }) {
       frames: loop.frames,
       triangles: renderer.info.render.triangles,
       view: rig.view,
+      distance: rig.distance,
       drawables: scenery.drawables(),
       programs: renderer.info.programs?.length ?? null,
       playing: playback.playing(look.signal),

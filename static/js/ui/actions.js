@@ -34,8 +34,8 @@ export function createActions({ store, getStage, send, overlays, getTour, getLab
       stage()?.rotate(dAz * ROTATE_STEP, dPol * ROTATE_STEP);
     },
     zoom(direction) {
-      const f = direction > 0 ? 1 / ZOOM_STEP : ZOOM_STEP; // zoom in = move closer
-      camera.zoom *= direction > 0 ? ZOOM_STEP : 1 / ZOOM_STEP;
+      const f = direction > 0 ? ZOOM_STEP : 1 / ZOOM_STEP; // zoom in (+) = move closer
+      camera.zoom *= f;
       camera.moves += 1;
       stage()?.zoom(f);
     },

@@ -82,8 +82,10 @@ export function mountKeys(actions, getLabKeys) {
         actions.toggleLabels();
         break;
       case ' ':
-        // Space on a focused button should press the button, not spin the scene.
-        if (ev.target instanceof HTMLButtonElement) return;
+        // Space spins, even on a toolbar button that kept the focus after a click: a clicker
+        // or a stray key must never press "fail a GPU" again (Enter still presses buttons).
+        // Inside an open panel's own controls Space keeps its usual meaning.
+        if (ev.target instanceof Element && ev.target.closest('[role="dialog"]')) return;
         actions.toggleSpin();
         break;
       case '?':
