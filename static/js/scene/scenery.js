@@ -12,8 +12,9 @@ import * as loaders from './parts/loaders.js';
 import * as model from './parts/model.js';
 import * as placement from './parts/placement.js';
 import * as ring from './parts/ring.js';
+import * as walls from './parts/walls.js';
 
-const PART_MODULES = { datalake, loaders, gpus, fabric, ring, model, checkpoints, placement };
+const PART_MODULES = { datalake, loaders, gpus, walls, fabric, ring, model, checkpoints, placement };
 
 export function createScenery(scene, { spec, store, requestRender }) {
   // One key light and a soft ambient: flat, calm shading; activity shows as emissive glow.
