@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 from app.cli import CommandParser
 from app.engine.config import RunConfig
 from app.engine.lake import DataError
+from app.engine.plan import SCHEDULES, plan_problems
 from app.engine.report import Diverged, json_number
 from app.engine.timing import PRESETS
+from app.engine.trace import bytes_by_kind
 from app.rundir import check_run_dir
 
 if TYPE_CHECKING:
@@ -30,6 +32,22 @@ def _fail_at(text: str) -> tuple[int, int]:
     if step_i < 1 or gpu_i < 0:
         raise argparse.ArgumentTypeError(f"STEP must be >= 1 and GPU >= 0, got {text!r}")
     return step_i, gpu_i
+
+
+# The plan's rules (app/engine/plan.py) say the options' names here.
+OPTION_NAMES = {
+    "gpus": "--gpus",
+    "batch_size": "--batch-size",
+    "n_layer": "--layers",
+    "experts": "--experts",
+    "top_k": "--top-k",
+    "tp": "--tp",
+    "pp": "--pp",
+    "ep": "--ep",
+    "microbatches": "--microbatches",
+    "schedule": "--schedule",
+    "n_head": "the model's heads",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,6 +108,59 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["float32", "float64"],
         help=f"precision of the arithmetic (default {d.dtype})",
     )
+    p.add_argument(
+        "--layers",
+        type=int,
+        default=d.n_layer,
+        help=f"transformer layers of the model (default {d.n_layer})",
+    )
+    p.add_argument(
+        "--experts",
+        type=int,
+        default=d.experts,
+        help="experts per layer: each layer's MLP becomes a mixture of experts "
+        f"(default {d.experts}: a dense MLP)",
+    )
+    p.add_argument(
+        "--top-k",
+        type=int,
+        default=d.top_k,
+        help=f"experts each token is routed to, with --experts (default {d.top_k})",
+    )
+    p.add_argument(
+        "--tp",
+        type=int,
+        default=d.tp,
+        help="tensor parallel: GPUs that split each layer (by attention heads and MLP "
+        f"columns), inside one server (default {d.tp})",
+    )
+    p.add_argument(
+        "--pp",
+        type=int,
+        default=d.pp,
+        help=f"pipeline parallel: stages the layers are split into (default {d.pp})",
+    )
+    p.add_argument(
+        "--ep",
+        type=int,
+        default=d.ep,
+        help="expert parallel: GPUs that share out each layer's experts, needs --experts "
+        f"(default {d.ep})",
+    )
+    p.add_argument(
+        "--microbatches",
+        type=int,
+        default=d.microbatches,
+        help="microbatches each data-parallel replica's batch is cut into; gradients add "
+        f"up over them (default {d.microbatches})",
+    )
+    p.add_argument(
+        "--schedule",
+        default=d.schedule,
+        choices=list(SCHEDULES),
+        help=f"pipeline schedule: all forwards then all backwards, or one forward one "
+        f"backward (default {d.schedule})",
+    )
     p.add_argument("--fresh", action="store_true", help="ignore and delete old checkpoints")
     p.add_argument(
         "--json", action="store_true", help="one JSON object per step on stdout, then a summary"
@@ -118,10 +189,28 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         parser.error(f"--seed must be 0 or more, got {args.seed}")
     if args.checkpoint_every < 0:
         parser.error(f"--checkpoint-every must be 0 (off) or more, got {args.checkpoint_every}")
-    if args.batch_size is not None and (args.batch_size < 1 or args.batch_size % args.gpus):
-        parser.error(
-            f"--batch-size ({args.batch_size}) must be a positive multiple of --gpus ({args.gpus})"
-        )
+    if args.batch_size is not None and args.batch_size < 1:
+        parser.error(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.layers < 1:
+        parser.error(f"--layers must be at least 1, got {args.layers}")
+    problems = plan_problems(
+        gpus=args.gpus,
+        servers=args.servers,
+        n_layer=args.layers,
+        n_head=RunConfig.n_head,
+        n_embd=RunConfig.n_embd,
+        batch_size=args.batch_size or RunConfig.batch_for(args.gpus),
+        tp=args.tp,
+        pp=args.pp,
+        ep=args.ep,
+        microbatches=args.microbatches,
+        schedule=args.schedule,
+        experts=args.experts,
+        top_k=args.top_k,
+        names=OPTION_NAMES,
+    )
+    if problems:
+        parser.error("; ".join(problems))
     for step, gpu in args.fail_at:
         if gpu >= args.gpus:
             parser.error(f"--fail-at {step}:{gpu}: GPU must be between 0 and {args.gpus - 1}")
@@ -146,6 +235,14 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
             batch_size=args.batch_size or RunConfig.batch_for(args.gpus),
             data=str(Path(args.data).resolve()) if args.data else None,
             dtype=args.dtype,
+            n_layer=args.layers,
+            experts=args.experts,
+            top_k=args.top_k,
+            tp=args.tp,
+            pp=args.pp,
+            ep=args.ep,
+            microbatches=args.microbatches,
+            schedule=args.schedule,
         )
     except ValueError as e:  # anything the checks above do not name
         parser.error(str(e))
@@ -306,7 +403,14 @@ def train_main(argv: list[str] | None = None) -> int:
         else 0.0,
         "params_sha256": trainer.params_sha256(),
         "n_params": trainer.n_params,
+        "params_l2": trainer.params_l2(),
         "gpus": config.gpus,
+        "plan": trainer.plan.to_dict(),
+        # Measured over the last step: idle stage time in the pipeline's span, the largest
+        # activation memory of any GPU, and the bytes each kind of traffic moved.
+        "bubble_fraction": trainer.last_stats.bubble_fraction,
+        "peak_activation_bytes": max(trainer.last_stats.activation_bytes, default=0),
+        "traffic_bytes": bytes_by_kind(last.trace) if last else {},
         "probe": {"prompt": probe.prompt, "top": [{"token": t.token, "p": t.p} for t in probe.top]},
     }
     if args.trace_out is not None:

@@ -4,8 +4,9 @@
   2. a 16-GPU data-parallel step vs a 1-GPU step on the same global batch
   3. seconds of compute until "time" is the top-1 guess after "Once upon a" (default run)
   4. peak memory (max RSS) of `trainingrun train --steps 200`
+  5. a dp2 x tp2 x pp2 step (8 GPUs, 4 microbatches, 1F1B) vs the same model on 1 GPU
 
-Run: python bench/engine.py [--quick]
+Run: python bench/engine.py [--quick] [--only 2,5]
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def bench_torch(seconds: float) -> None:
     print(f"   ratio  numpy/torch = {n / t:.2f}x   (target >= 0.6x)")
 
 
-def _step_times(gpus: int, servers: int, steps: int, run_dir: Path) -> list[float]:
-    cfg = RunConfig(gpus=gpus, servers=servers, checkpoint_every=0, probe_every=0)
+def _step_times(gpus: int, servers: int, steps: int, run_dir: Path, **plan) -> list[float]:
+    cfg = RunConfig(gpus=gpus, servers=servers, checkpoint_every=0, probe_every=0, **plan)
     trainer = Trainer(cfg, run_dir, fresh=True)
     try:
         for _ in range(3):
@@ -136,16 +137,42 @@ def bench_peak_memory(steps: int) -> None:
     print(f"   max RSS {kib / 1024:.0f} MiB, {wall:.1f} s wall for {steps} steps")
 
 
+def bench_plan(steps: int) -> None:
+    batch = RunConfig().batch_size
+    plan = dict(tp=2, pp=2, microbatches=4)
+    print(
+        f"\n5. dp2 x tp2 x pp2 step (8 GPUs, 4 microbatches, 1F1B) vs 1 GPU, same model and "
+        f"global batch ({batch} sequences)"
+    )
+    with tempfile.TemporaryDirectory() as d:
+        one, planned = [], []
+        for r in range(3):  # interleave rounds so noise hits both alike
+            one += _step_times(1, 1, steps, Path(d) / f"g1-{r}")
+            planned += _step_times(8, 1, steps, Path(d) / f"plan-{r}", **plan)
+    a, b = statistics.median(one), statistics.median(planned)
+    print(f"   1 GPU           {a * 1000:8.2f} ms/step (median)")
+    print(f"   dp2 x tp2 x pp2 {b * 1000:8.2f} ms/step (median)")
+    print(f"   ratio           {b / a:.2f}x   (target <= 3x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="shorter measurements")
+    ap.add_argument("--only", default="1,2,3,4,5", help="which sections, e.g. 2,5")
     args = ap.parse_args()
     q = args.quick
+    only = {int(x) for x in args.only.split(",") if x.strip()}
     print(f"engine benchmark ({os.cpu_count()} CPUs)")
-    bench_torch(1.0 if q else 3.0)
-    bench_data_parallel(10 if q else 30)
-    bench_time_to_time(60.0)
-    bench_peak_memory(200)
+    if 1 in only:
+        bench_torch(1.0 if q else 3.0)
+    if 2 in only:
+        bench_data_parallel(10 if q else 30)
+    if 3 in only:
+        bench_time_to_time(60.0)
+    if 4 in only:
+        bench_peak_memory(200)
+    if 5 in only:
+        bench_plan(10 if q else 30)
 
 
 if __name__ == "__main__":

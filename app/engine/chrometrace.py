@@ -2,10 +2,13 @@
 chrome://tracing.
 
 One process per server and one thread per GPU, so the picture reads like the cluster: each
-GPU's lane is a row of slices (data, forward, backward, every ring pass, the update, the
-checkpoint) and every chunk a ring pass hands on is a flow arrow from the sender's slice to
-the receiver's. Times are the simulated seconds of the trace, written in microseconds as the
-format asks; the measured wall time here rides along in each slice's arguments.
+GPU's lane is a row of slices (data, forward and backward per microbatch, every pass of a
+ring, every round of an all-to-all, waiting, the update, the checkpoint) and every chunk a
+ring pass hands on, every pair's share of an all-to-all and every pipeline send is a flow
+arrow from the sender's slice to the receiver's. Pipeline sends and receives run beside
+compute, so they sit on a second thread per GPU, "GPU g copies". Times are the simulated
+seconds of the trace, written in microseconds as the format asks; the measured wall time here
+rides along in each slice's arguments.
 
 Format reference: "Trace Event Format" (Google, the document linked from the Catapult
 project): complete events `ph: "X"`, metadata `ph: "M"`, flow events `ph: "s"` / `ph: "f"`.
@@ -22,6 +25,7 @@ US = 1e6  # the format counts microseconds
 # Beyond this many events a trace file is too big to be useful in a browser or in Perfetto
 # (a 4,096-GPU ring all-reduce alone has 33 million sends).
 MAX_EVENTS = 300_000
+COPY_TID = 1_000_000  # thread ids of the GPUs' copy engines: COPY_TID + gpu
 
 
 class TraceTooLarge(ValueError):
@@ -54,23 +58,43 @@ def chrome_trace(
     for g, s in enumerate(server_of):
         events.append(_meta("thread_name", s, g, {"name": f"GPU {g}"}))
         events.append(_meta("thread_sort_index", s, g, {"sort_index": g}))
+    # Pipeline sends and receives run beside compute: they get a thread of their own per
+    # GPU (its copy engine), so that no slice of a GPU's own thread overlaps another.
+    copiers = sorted({g for p in trace.p2p for g in (p.src, p.dst)})
+    for g in copiers:
+        events.append(_meta("thread_name", server_of[g], COPY_TID + g, {"name": f"GPU {g} copies"}))
+        events.append(_meta("thread_sort_index", server_of[g], COPY_TID + g, {"sort_index": g}))
+
+    def tid(gpu: int, kind: str) -> int:
+        return COPY_TID + gpu if KINDS[kind]["overlaps"] else gpu
+
     flow_id = 0
     for lane in expand(trace):
         for e in lane:
             args: dict[str, Any] = {}
             if e.wall_s is not None:
                 args["wall_s"] = e.wall_s
-            name = e.kind
-            if e.peer is not None:
-                name = f"{e.kind} pass {e.index}"
-                args.update(peer=e.peer, bytes=e.bytes, link=e.link, phase=e.phase, chunk=e.chunk)
+            if e.mb is not None:
+                args["mb"] = e.mb
+            name = e.kind if e.mb is None else f"{e.kind} mb {e.mb}"
+            if e.phase in ("send", "recv"):
+                name = f"{e.kind} {e.phase}" + ("" if e.mb is None else f" mb {e.mb}")
+                args.update(
+                    peer=e.peer if e.peer is not None else e.src, bytes=e.bytes, link=e.link
+                )
+            elif e.peer is not None:
+                step = "pass" if e.chunk is not None else "round"
+                name = f"{e.kind} {step} {e.index}"
+                args.update(peer=e.peer, bytes=e.bytes, link=e.link)
+                if e.chunk is not None:
+                    args.update(phase=e.phase, chunk=e.chunk)
             events.append(
                 {
                     "name": name,
                     "cat": KINDS[e.kind]["group"],
                     "ph": "X",
                     "pid": server_of[e.gpu],
-                    "tid": e.gpu,
+                    "tid": tid(e.gpu, e.kind),
                     "ts": e.t0 * US,
                     "dur": e.dur * US,
                     "args": args,
@@ -78,15 +102,16 @@ def chrome_trace(
             )
             if e.peer is not None:
                 # The arrow leaves inside the sender's slice and lands inside the receiver's
-                # slice of the same pass (both lanes are busy for the whole pass).
+                # slice of the same transfer (both lanes are busy for the whole of it).
                 flow_id += 1
-                common = {"name": f"chunk {e.chunk}", "cat": "flow", "id": flow_id}
+                what = f"chunk {e.chunk}" if e.chunk is not None else f"{e.bytes} bytes"
+                common = {"name": what, "cat": "flow", "id": flow_id}
                 events.append(
                     {
                         **common,
                         "ph": "s",
                         "pid": server_of[e.gpu],
-                        "tid": e.gpu,
+                        "tid": tid(e.gpu, e.kind),
                         "ts": (e.t0 + 0.1 * e.dur) * US,
                     }
                 )
@@ -96,7 +121,7 @@ def chrome_trace(
                         "ph": "f",
                         "bp": "e",
                         "pid": server_of[e.peer],
-                        "tid": e.peer,
+                        "tid": tid(e.peer, e.kind),
                         "ts": (e.t0 + 0.9 * e.dur) * US,
                     }
                 )

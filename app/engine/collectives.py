@@ -219,3 +219,29 @@ def ring_busiest_link_bytes(g: int, n: int, itemsize: int) -> int:
         return 0
     largest = -(-n // g)
     return 2 * (g - 1) * largest * itemsize
+
+
+def ring_allreduce_groups_(a) -> list[int]:
+    """Sum in place across axis 0 of `a`, shaped (g, K, n): K independent groups of g members
+    each, every group its own ring (member i sends to member i + 1).
+
+    The same reduce-scatter and all-gather passes as `ring_allreduce_`, run for all K groups
+    at once (tensor-parallel groups all join their partial results at the same moment).
+    Every member ends with the same bits. Returns the elements of each of the g chunks.
+    """
+    g, _, n = a.shape
+    bounds = chunk_bounds(n, g)
+    if g == 1:
+        return [n]
+    for k in range(g - 1):
+        for i in range(g):
+            lo, hi = bounds[(i - k) % g]
+            if hi > lo:
+                dst = a[(i + 1) % g, :, lo:hi]
+                xp.add(dst, a[i, :, lo:hi], out=dst)
+    for k in range(g - 1):
+        for i in range(g):
+            lo, hi = bounds[(i + 1 - k) % g]
+            if hi > lo:
+                a[(i + 1) % g, :, lo:hi] = a[i, :, lo:hi]
+    return [hi - lo for lo, hi in bounds]

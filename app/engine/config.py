@@ -1,7 +1,8 @@
 """Run configuration: everything a training run is a function of, plus how it is kept.
 
 A run is deterministic given the fields in `RunConfig.identity()`; the rest (how often to
-checkpoint, how many loader threads) change how it is carried out, not its numbers.
+checkpoint, how many loader threads, the parallel plan) change how it is carried out, not its
+numbers.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
+
+from .plan import plan_problems
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,8 @@ class RunConfig:
     n_head: int = 4
     n_embd: int = 64
     block_size: int = 16  # tokens of context (T)
+    experts: int = 0  # experts per MoE layer; 0 = a dense MLP
+    top_k: int = 2  # experts each token is routed to (with experts > 0)
     dtype: str = "float32"
     # Optimisation
     batch_size: int = 128  # sequences per step, all GPUs together (the global batch)
@@ -47,6 +52,14 @@ class RunConfig:
     checkpoint_every: int = 50
     keep_checkpoints: int = 3
     probe_every: int = 5
+    # The parallel plan (app/engine/plan.py): dp = gpus / (tp * pp) data-parallel copies of
+    # a pipeline of pp stages, each layer split over tp GPUs, experts over ep GPUs; each
+    # replica's batch is cut into `microbatches`, run in the `schedule`'s order.
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    microbatches: int = 1
+    schedule: str = "1f1b"
 
     _NOT_IDENTITY = (
         "loader_workers",
@@ -59,6 +72,12 @@ class RunConfig:
         "spines",
         "servers",
         "gpus",  # data parallelism does not change the maths: same global batch, same sums
+        # Nor does the plan: the same sums, cut and carried differently.
+        "tp",
+        "pp",
+        "ep",
+        "microbatches",
+        "schedule",
     )
 
     def __post_init__(self) -> None:
@@ -71,10 +90,6 @@ class RunConfig:
             problems.append(f"gpus ({self.gpus}) must divide evenly over servers ({self.servers})")
         if self.leaves < 1 or self.spines < 1:
             problems.append("leaves and spines must be at least 1")
-        if self.batch_size < 1 or self.batch_size % self.gpus:
-            problems.append(
-                f"batch_size ({self.batch_size}) must be a positive multiple of gpus ({self.gpus})"
-            )
         if self.n_embd % self.n_head:
             problems.append("n_embd must be divisible by n_head")
         if self.dtype not in ("float32", "float64"):
@@ -95,6 +110,21 @@ class RunConfig:
             problems.append("keep_checkpoints must be at least 1")
         if self.loader_workers < 1 or self.prefetch < 1:
             problems.append("loader_workers and prefetch must be at least 1")
+        problems += plan_problems(
+            gpus=self.gpus,
+            servers=self.servers,
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            n_embd=self.n_embd,
+            batch_size=self.batch_size,
+            tp=self.tp,
+            pp=self.pp,
+            ep=self.ep,
+            microbatches=self.microbatches,
+            schedule=self.schedule,
+            experts=self.experts,
+            top_k=self.top_k,
+        )
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -111,12 +141,24 @@ class RunConfig:
         return self.gpus // self.servers
 
     @property
+    def dp(self) -> int:
+        """Data-parallel replicas: gpus / (tp * pp)."""
+        return self.gpus // (self.tp * self.pp)
+
+    @property
     def micro_batch(self) -> int:
-        return self.batch_size // self.gpus
+        """Sequences each data-parallel replica works on in one microbatch."""
+        return self.batch_size // self.dp // self.microbatches
 
     def identity(self) -> dict[str, Any]:
-        """The fields that decide the run's numbers (model, data, seed, batch, optimiser)."""
-        return {k: v for k, v in asdict(self).items() if k not in self._NOT_IDENTITY}
+        """The fields that decide the run's numbers (model, data, seed, batch, optimiser).
+
+        A dense model (experts 0) leaves out experts and top_k, which do not touch its
+        numbers: dense runs keep the identity they had before models could have experts."""
+        out = {k: v for k, v in asdict(self).items() if k not in self._NOT_IDENTITY}
+        if self.experts == 0:
+            del out["experts"], out["top_k"]
+        return out
 
     def config_hash(self) -> str:
         blob = json.dumps(self.identity(), sort_keys=True).encode()

@@ -1,9 +1,10 @@
 """Simulated GPUs: which GPU holds what, and each one's memory account.
 
-Every GPU owns its own row of the replica-stacked arrays (parameters, gradients, AdamW
-state): `gpu.params[name]` is a view of row `gpu.id`, so nothing is shared implicitly. The
-layout is data parallel today (every GPU holds a full replica); `holds` names what each GPU
-keeps so that pipeline, tensor or expert layouts can slice it differently later.
+Every GPU owns its own row of the stacked arrays (parameters, gradients, AdamW state):
+`gpu.params[name]` is a view of that GPU's row, so nothing is shared implicitly. Under data
+parallelism every GPU holds a full replica (row `gpu.id` of the replica-stacked arrays);
+under a parallel plan it holds only its shards of its pipeline stage's layers (parallel.py),
+and `holds` says which.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class SimGpu:
     params: dict[str, np.ndarray] = field(default_factory=dict)
     grads: dict[str, np.ndarray] = field(default_factory=dict)
     opt_state: dict[str, np.ndarray] = field(default_factory=dict)
-    holds: str = "replica"  # data parallel: a full copy of the model
+    holds: str = "replica"  # data parallel: a full copy of the model; else its shards
     activation_bytes: int = 0
     failed: bool = False
     generation: int = 0  # bumped each time the GPU is replaced
@@ -33,6 +34,10 @@ class SimGpu:
         self.params = {k: v[self.id] for k, v in params.items()}
         self.grads = {k: v[self.id] for k, v in grads.items()} if grads else {}
         self.opt_state = {k: v[self.id] for k, v in opt_state.items()}
+
+    def bind_own(self, params, grads, opt_state, holds: str) -> None:
+        """Point this GPU at arrays that are already its own (views of its rows)."""
+        self.params, self.grads, self.opt_state, self.holds = params, grads, opt_state, holds
 
     def memory(self) -> GpuMemory:
         w = _nbytes(self.params)

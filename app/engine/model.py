@@ -45,12 +45,16 @@ class ModelConfig:
     n_head: int
     n_embd: int
     block_size: int
+    experts: int = 0  # experts per MoE layer (app/engine/stage.py); 0: a dense MLP
+    top_k: int = 2
 
     def __post_init__(self) -> None:
         if min(self.vocab_size, self.n_layer, self.n_head, self.n_embd, self.block_size) < 1:
             raise ValueError("every ModelConfig field must be at least 1")
         if self.n_embd % self.n_head:
             raise ValueError("n_embd must be divisible by n_head")
+        if self.experts < 0 or (self.experts and not 1 <= self.top_k <= self.experts):
+            raise ValueError("experts must be 0 or more, and top_k between 1 and experts")
 
 
 def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
@@ -67,10 +71,16 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
         shapes[p + "attn.bo"] = (C,)
         shapes[p + "ln2.g"] = (C,)
         shapes[p + "ln2.b"] = (C,)
-        shapes[p + "mlp.w1"] = (C, F)
-        shapes[p + "mlp.b1"] = (F,)
-        shapes[p + "mlp.w2"] = (F, C)
-        shapes[p + "mlp.b2"] = (C,)
+        if cfg.experts:
+            X = cfg.experts
+            shapes[p + "moe.router"] = (C, X)
+            shapes[p + "moe.w1"] = (X, C, F)
+            shapes[p + "moe.w2"] = (X, F, C)
+        else:
+            shapes[p + "mlp.w1"] = (C, F)
+            shapes[p + "mlp.b1"] = (F,)
+            shapes[p + "mlp.w2"] = (F, C)
+            shapes[p + "mlp.b2"] = (C,)
     shapes["lnf.g"] = (C,)
     shapes["lnf.b"] = (C,)
     shapes["head"] = (C, V)
@@ -190,6 +200,8 @@ class Model:
     """
 
     def __init__(self, cfg: ModelConfig, max_workspaces: int = 4) -> None:
+        if cfg.experts:
+            raise ValueError("this model is dense; a model with experts runs in stage.py")
         self.cfg = cfg
         self._spaces: OrderedDict[tuple[Any, ...], _Workspace] = OrderedDict()
         self._max = max_workspaces

@@ -218,3 +218,55 @@ def ring_pass_times(preset: HardwarePreset, trace: RingTrace) -> np.ndarray:
 def ring_time(preset: HardwarePreset, trace: RingTrace) -> float:
     """The whole ring all-reduce: the sum of its passes."""
     return float(ring_pass_times(preset, trace).sum())
+
+
+def compute_seconds(preset: HardwarePreset, flops: float) -> float:
+    """FLOPs at the preset's dense peak times the assumed utilisation."""
+    return float(flops) / (preset.flops * preset.mfu)
+
+
+def hop_seconds(preset: HardwarePreset, nbytes: float, kind: str) -> float:
+    """One message over one link: bytes / link bandwidth + per-hop latency (none if empty)."""
+    if nbytes <= 0:
+        return 0.0
+    kind = "nvlink" if kind == "link" else kind
+    return float(nbytes) / preset.link_bandwidth(kind) + preset.latency_s.get(kind, 0.0)
+
+
+def ring_seconds_by_pass(
+    preset: HardwarePreset, links: list[str], chunk_bytes: list[int]
+) -> list[float]:
+    """Seconds of each pass of a ring all-reduce over len(links) GPUs whose chunks have
+    `chunk_bytes` bytes: in pass k position i sends the chunk the ring algorithm gives it
+    (trace.ring_chunk), and a pass lasts as long as its slowest hop."""
+    from .trace import ring_chunk
+
+    g = len(links)
+    if g < 2:
+        return []
+    out = []
+    for index in range(1, 2 * (g - 1) + 1):
+        hops = [
+            hop_seconds(preset, chunk_bytes[ring_chunk(i, index, g)[1]], links[i]) for i in range(g)
+        ]
+        out.append(max(hops))
+    return out
+
+
+def all_to_all_round_seconds(
+    preset: HardwarePreset, pair_bytes: list[list[int]], links: list[list[str]]
+) -> list[float]:
+    """Seconds of each of the g-1 rounds of a pairwise all-to-all: in round k position i
+    sends to i+k; a round lasts as long as its slowest pair."""
+    g = len(pair_bytes)
+    return [
+        max(
+            hop_seconds(preset, pair_bytes[i][(i + k) % g], links[i][(i + k) % g]) for i in range(g)
+        )
+        for k in range(1, g)
+    ]
+
+
+def optimizer_seconds(preset: HardwarePreset, n_params: int, itemsize: int) -> float:
+    """AdamW reads weights, grads, m, v and writes weights, m, v: memory-bound at HBM speed."""
+    return 7 * n_params * itemsize / preset.hbm_bytes_per_s

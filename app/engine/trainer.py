@@ -22,6 +22,9 @@ PUBLIC API (the server and the CLI rely on exactly this):
     trainer.topology          cluster.Topology (use .to_dict() for the wire)
     trainer.vocab             list[str]
     trainer.n_params          int, parameters per replica
+    trainer.plan              plan.Plan: which GPU does what (dp x pp x tp, ep, microbatches)
+    trainer.last_stats        parallel.StepStats of the last step: its pipeline timeline,
+                              bubble fraction and each GPU's peak activation bytes
     trainer.run_id            str | None, as given
     trainer.startup_events    list[Event] raised while opening (shard_rebuilt,
                               checkpoint_skipped, restored)
@@ -45,7 +48,9 @@ PUBLIC API (the server and the CLI rely on exactly this):
                                                     or checkpoint_failed
     trainer.checkpoints() -> list[dict]             [{step, path, bytes, created, ok}], newest last
     trainer.probe() -> Probe                        top-5 after "Once upon a" + 16 weights
-    trainer.params_sha256() -> str                  over GPU 0's parameters, fixed order
+    trainer.params_sha256() -> str                  over one full copy of the parameters
+                                                    (gathered from their shards), fixed order
+    trainer.params_l2() -> float                    L2 norm of all parameters, likewise
     trainer.close(final_checkpoint: bool = True)    stops loaders; saves a checkpoint if the
                                                     current step has none yet; returns its
                                                     event (or checkpoint_failed) or None
@@ -55,6 +60,12 @@ never an exception: the step's report carries `checkpoint_failed` {"step", "reas
 "kept_step"}, nothing partial is left, the last good checkpoint is kept and training goes on.
 
 Calls are not thread-safe: one thread drives a Trainer.
+
+Two ways to run a step. Data parallelism with a dense model (the default) keeps every
+parameter replica-stacked, one row per GPU, and runs all replicas in one batched forward and
+backward per microbatch (model.py): the fast path. Any other plan (tensor or pipeline
+parallel, or a model with experts) runs through parallel.py, each GPU with its own shards.
+Both give the same numbers (tests/engine/test_parallel_equivalence.py).
 """
 
 from __future__ import annotations
@@ -79,6 +90,8 @@ from .device import SimGpu
 from .lake import DataError, DataLake, repair_message, tokenize
 from .loader import Loader
 from .optim import AdamW, clip_grad_norm
+from .parallel import DpRing, ShardedModel, StepRun, StepStats
+from .plan import Plan
 from .report import (
     Diverged,
     Event,
@@ -91,7 +104,7 @@ from .report import (
     restored_event,
 )
 from .timing import get_preset, ring_pass_times, step_cost
-from .trace import StepTraceBuilder
+from .trace import StepTrace, StepTraceBuilder
 
 PROBE_PROMPT = "Once upon a"
 
@@ -132,6 +145,7 @@ class Trainer:
         self.log = log or (lambda _msg: None)
         self.preset = get_preset(config.preset)
         self.topology = build_topology(config)
+        self.plan = Plan.of(config)
         self._open_run_dir()
         try:
             self.lake = DataLake(
@@ -149,10 +163,13 @@ class Trainer:
             n_head=config.n_head,
             n_embd=config.n_embd,
             block_size=config.block_size,
+            experts=config.experts,
+            top_k=config.top_k,
         )
         self.n_params = M.n_params(self.model_cfg)
         self.config_hash = config.config_hash()
         shapes = M.param_shapes(self.model_cfg)
+        self._shapes = shapes
         try:
             self.ckpt = CheckpointStore(
                 self.run_dir / "checkpoints",
@@ -171,12 +188,20 @@ class Trainer:
             SimGpu(id=g.id, server=g.server, capacity=self.preset.memory_bytes)
             for g in self.topology.gpus
         ]
-        self.model = M.Model(self.model_cfg)
-        self._grad_buffer()  # before the state: the GPUs bind to the gradient rows too
+        # The fast path: data parallel, dense, replica-stacked (see the module docstring).
+        self.replicated = self.plan.data_parallel_only and config.experts == 0
+        self.sharded: ShardedModel | None = None
+        if self.replicated:
+            self.model = M.Model(self.model_cfg)
+            self._grad_buffer()  # before the state: the GPUs bind to the gradient rows too
         self._fresh_state()
         act = M.activation_bytes(self.model_cfg, config.micro_batch, config.dtype)
-        for gpu in self.gpus:
-            gpu.activation_bytes = act
+        if self.replicated:
+            for gpu in self.gpus:
+                gpu.activation_bytes = act
+        self.last_stats = StepStats(activation_bytes=[act] * G if self.replicated else [])
+        self._mb_walls: list[tuple[float, float]] = []
+        self._mb_grads: dict | None = None
         self._memory_key: tuple[int, ...] | None = None
         self._memory_cache: list = []
         self.restarts = 0
@@ -185,8 +210,9 @@ class Trainer:
         self._last_saved_step: int | None = None
         # Which 16 weights the probe watches: fixed by the seed.
         layer = min(1, config.n_layer - 1)
-        self.probe_weights_name = f"layers.{layer}.mlp.w1"
-        shape = self.params[self.probe_weights_name].shape[1:]
+        mlp = "moe" if config.experts else "mlp"
+        self.probe_weights_name = f"layers.{layer}.{mlp}.w1"
+        shape = shapes[self.probe_weights_name]
         rng = np.random.default_rng([config.seed, 16])
         flat = rng.choice(int(np.prod(shape)), size=16, replace=False)
         self._probe_index = np.unravel_index(np.sort(flat), shape)
@@ -217,7 +243,7 @@ class Trainer:
             self.lake,
             block_size=config.block_size,
             batch_size=config.batch_size,
-            gpus=G,
+            gpus=config.dp,  # the batch is cut once per data-parallel replica
             seed=config.seed,
             workers=config.loader_workers,
             prefetch=config.prefetch,
@@ -269,6 +295,21 @@ class Trainer:
     # ---- state --------------------------------------------------------------------------
     def _fresh_state(self) -> None:
         cfg = self.config
+        if not self.replicated:
+            self.sharded = ShardedModel(
+                self.plan,
+                self.model_cfg,
+                dtype=cfg.dtype,
+                betas=(cfg.beta1, cfg.beta2),
+                eps=cfg.eps,
+                weight_decay=cfg.weight_decay,
+            )
+            full = M.init_params(self.model_cfg, seed=cfg.seed, replicas=1, dtype=cfg.dtype)
+            self.sharded.load({k: v[0] for k, v in full.items()})
+            self.step = 0
+            self.tokens_total = 0
+            self._bind()
+            return
         self.params = M.init_params(
             self.model_cfg, seed=cfg.seed, replicas=cfg.gpus, dtype=cfg.dtype
         )
@@ -283,13 +324,25 @@ class Trainer:
         self._bind()
 
     def _bind(self) -> None:
+        if self.sharded is not None:
+            for gpu in self.gpus:
+                params, grads, opt = self.sharded.gpu_arrays(gpu.id)
+                gpu.bind_own(params, grads, opt, self.plan.describe(gpu.id))
+            return
         opt_state = {f"m.{k}": v for k, v in self.opt.m.items()}
         opt_state.update({f"v.{k}": v for k, v in self.opt.v.items()})
         for gpu in self.gpus:
             gpu.bind(self.params, self.grads, opt_state)
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
-        """GPU 0's copy of everything: the replicas are identical, so one is saved."""
+        """One full copy of everything: GPU 0's (the replicas are identical), or gathered
+        from the shards, so a run can resume under another plan."""
+        if self.sharded is not None:
+            return {
+                f"{kind}.{k}": v
+                for kind in ("p", "m", "v")
+                for k, v in self.sharded.full(kind).items()
+            }
         arrays = {f"p.{k}": np.asarray(v[0]) for k, v in self.params.items()}
         arrays.update({f"m.{k}": np.asarray(v[0]) for k, v in self.opt.m.items()})
         arrays.update({f"v.{k}": np.asarray(v[0]) for k, v in self.opt.v.items()})
@@ -297,6 +350,13 @@ class Trainer:
 
     def _restore(self, loaded: Loaded) -> None:
         a, meta = loaded.arrays, loaded.meta
+        if self.sharded is not None:
+            for kind in ("p", "m", "v"):
+                self.sharded.load({k: a[f"{kind}.{k}"] for k in self._shapes}, into=kind)
+            self.sharded.opt_t = int(meta["opt_t"])
+            self.step = int(meta["step"])
+            self.tokens_total = int(meta["tokens_total"])
+            return
         for k, v in self.params.items():
             v[...] = a[f"p.{k}"]  # broadcast into every GPU's row
         # The optimizer copies the saved replica into every GPU's row itself.
@@ -340,17 +400,27 @@ class Trainer:
         batch, take = self.loader.next()
         data_wall = time.perf_counter() - t0
 
-        losses, (fwd_wall, bwd_wall) = self._forward_backward(batch.idx, batch.targets)
-
-        t0 = time.perf_counter()
-        ring = self._allreduce()
-        ring_wall = time.perf_counter() - t0
+        run: StepRun | None = None
+        rings: list[DpRing] = []
+        if self.sharded is None:
+            losses, (fwd_wall, bwd_wall) = self._forward_backward(batch.idx, batch.targets)
+            t0 = time.perf_counter()
+            ring = self._allreduce()
+            ring_wall = time.perf_counter() - t0
+            loss_vals = [float(x) for x in np.asarray(losses)]
+        else:
+            run = self.sharded.run(batch.idx, batch.targets)
+            rings = self.sharded.allreduce(self.topology)
+            # Every GPU reports the loss of the replica it works on.
+            loss_vals = [float(run.losses[self.plan.coords(g)[0]]) for g in range(G)]
 
         t0 = time.perf_counter()
         lr = self.lr_at(self.step + 1)
         with np.errstate(invalid="ignore", over="ignore"):  # a diverging step is caught below
-            grad_norm = clip_grad_norm(self.grads, cfg.grad_clip)
-        loss_vals = [float(x) for x in np.asarray(losses)]
+            if self.sharded is None:
+                grad_norm = clip_grad_norm(self.grads, cfg.grad_clip)
+            else:
+                grad_norm = self.sharded.clip(cfg.grad_clip)
         why = _divergence(loss_vals, grad_norm, lr)
         if why is not None:
             # Nothing has been updated yet; put the loader back so the state is exactly
@@ -363,11 +433,18 @@ class Trainer:
                 reason=why,
                 events=events,
             )
-        # Every GPU applies the same AdamW update to its own copy. After the all-reduce the
-        # update's inputs are bit-identical on every GPU, so by default it is computed once
-        # and written into each GPU's arrays: the same bits each GPU would get, without
-        # simulating G identical sweeps (tests compare both ways).
-        self.opt.step(self.params, self.grads, lr, rows_identical=self.shared_update)
+        opt_walls: list[float] = []
+        if self.sharded is None:
+            # Every GPU applies the same AdamW update to its own copy. After the all-reduce
+            # the update's inputs are bit-identical on every GPU, so by default it is computed
+            # once and written into each GPU's arrays: the same bits each GPU would get,
+            # without simulating G identical sweeps (tests compare both ways).
+            self.opt.step(self.params, self.grads, lr, rows_identical=self.shared_update)
+        else:
+            for s in range(self.plan.pp):
+                t1 = time.perf_counter()
+                self.sharded.opts[s].step(self.sharded.params[s], self.sharded.grads[s], lr)
+                opt_walls.append(time.perf_counter() - t1)
         opt_wall = time.perf_counter() - t0
 
         self.step += 1
@@ -392,33 +469,46 @@ class Trainer:
         if self.step == 1 or (cfg.probe_every and self.step % cfg.probe_every == 0):
             probe = self.probe()
 
+        dp = self.plan.dp
         cost = step_cost(
             self.preset,
             n_params=self.n_params,
-            tokens_per_gpu=tokens // G,
+            tokens_per_gpu=tokens // dp,
             batch_bytes_per_gpu=int(batch.idx[0].nbytes + batch.targets[0].nbytes),
             itemsize=np.dtype(cfg.dtype).itemsize,
             trace=None,  # the ring is timed pass by pass below
             checkpoint_bytes=ckpt_bytes,
             servers=cfg.servers,
         )
-        lanes = StepTraceBuilder(G)
-        lanes.span("data", cost.data, wall_s=data_wall)
-        lanes.span("forward", cost.forward, wall_s=fwd_wall)
-        lanes.span("backward", cost.backward, wall_s=bwd_wall)
-        sizes = [b - a for a, b in ring.chunk_bounds]
-        lanes.ring(
-            "allreduce",
-            ring_pass_times(self.preset, ring),
-            ring=ring.ring,
-            links=ring.links,
-            chunk_bytes=[n * ring.itemsize for n in sizes],
-            wall_s=ring_wall,
-        )
-        lanes.span("optimizer", cost.optimizer, wall_s=opt_wall)
-        if ckpt_bytes:
-            lanes.span("checkpoint", cost.checkpoint, wall_s=ckpt_wall)
-        trace = lanes.done()
+        if run is None:
+            trace = self._replicated_trace(
+                cost,
+                ring,
+                data_wall,
+                (fwd_wall, bwd_wall),
+                ring_wall,
+                opt_wall,
+                ckpt_wall,
+                bool(ckpt_bytes),
+            )
+            ring_summary = self._ring_summary(ring)
+        else:
+            trace, timeline = self.sharded.trace(
+                run,
+                rings,
+                preset=self.preset,
+                topology=self.topology,
+                data_s=cost.data,
+                data_wall=data_wall,
+                opt_walls=opt_walls,
+                checkpoint_s=cost.checkpoint if ckpt_bytes else 0.0,
+                checkpoint_wall=ckpt_wall if ckpt_bytes else None,
+            )
+            peaks = self.sharded.activation_peaks(timeline, run)
+            for g in self.gpus:
+                g.activation_bytes = peaks[g.id]
+            self.last_stats = StepStats(timeline, timeline.bubble_fraction, peaks)
+            ring_summary = self._rings_summary(rings)
         return StepReport(
             step=self.step,
             epoch=epoch,
@@ -431,7 +521,7 @@ class Trainer:
             trace=trace,
             sim_step_s=trace.step_s,
             wall_step_s=time.perf_counter() - t_start,
-            ring=self._ring_summary(ring),
+            ring=ring_summary,
             loader=LoaderStats(
                 workers=cfg.loader_workers,
                 queue_depth=take.queue_depth,
@@ -450,16 +540,74 @@ class Trainer:
             events=events,
         )
 
+    def _replicated_trace(
+        self, cost, ring: RingTrace, data_wall, fb_wall, ring_wall, opt_wall, ckpt_wall, saved
+    ) -> StepTrace:
+        """The data-parallel step: every lane the same, one span per phase (per microbatch
+        when there are several), then the ring."""
+        lanes = StepTraceBuilder(self.config.gpus)
+        lanes.span("data", cost.data, wall_s=data_wall)
+        Mb = self.plan.microbatches
+        if Mb == 1:
+            lanes.span("forward", cost.forward, wall_s=fb_wall[0])
+            lanes.span("backward", cost.backward, wall_s=fb_wall[1])
+        else:
+            for m, (fw, bw) in enumerate(self._mb_walls):
+                lanes.span("forward", cost.forward / Mb, wall_s=fw, mb=m)
+                lanes.span("backward", cost.backward / Mb, wall_s=bw, mb=m)
+        sizes = [b - a for a, b in ring.chunk_bounds]
+        lanes.ring(
+            "allreduce",
+            ring_pass_times(self.preset, ring),
+            ring=ring.ring,
+            links=ring.links,
+            chunk_bytes=[n * ring.itemsize for n in sizes],
+            wall_s=ring_wall,
+        )
+        lanes.span("optimizer", cost.optimizer, wall_s=opt_wall)
+        if saved:
+            lanes.span("checkpoint", cost.checkpoint, wall_s=ckpt_wall)
+        return lanes.done()
+
     def _forward_backward(self, idx, targets):
-        """Every GPU's forward and backward on its own microbatch, all at once.
+        """Every GPU's forward and backward on its own microbatch, all at once; with several
+        microbatches, one after another, their gradients added up (gradient accumulation).
 
         Gradients land straight in the flat all-reduce buffer (see `_grad_buffer`).
         Returns the losses and the measured (forward, backward) seconds."""
-        t0 = time.perf_counter()
-        losses, _ = self.model.forward_backward(self.params, idx, targets, grads=self.grads)
-        dt = time.perf_counter() - t0
-        fwd = self.model.last_forward_s or 0.0
-        return losses, (fwd, max(0.0, dt - fwd))
+        Mb = self.plan.microbatches
+        if Mb == 1:
+            t0 = time.perf_counter()
+            losses, _ = self.model.forward_backward(self.params, idx, targets, grads=self.grads)
+            dt = time.perf_counter() - t0
+            fwd = self.model.last_forward_s or 0.0
+            return losses, (fwd, max(0.0, dt - fwd))
+        b = idx.shape[1] // Mb
+        total = None
+        self._mb_walls = []
+        if self._mb_grads is None:
+            self._mb_grads = {k: xp.empty_like(v) for k, v in self.grads.items()}
+        for m in range(Mb):
+            t0 = time.perf_counter()
+            sl = slice(m * b, (m + 1) * b)
+            into = self.grads if m == 0 else self._mb_grads
+            losses, _ = self.model.forward_backward(
+                self.params,
+                np.ascontiguousarray(idx[:, sl]),
+                np.ascontiguousarray(targets[:, sl]),
+                grads=into,
+            )
+            if m:
+                for k, g in self.grads.items():
+                    g += into[k]
+            total = losses if total is None else total + losses
+            dt = time.perf_counter() - t0
+            fwd = self.model.last_forward_s or 0.0
+            self._mb_walls.append((fwd, max(0.0, dt - fwd)))
+        # Each microbatch's gradient is of its own mean loss; the step's loss is their mean.
+        for g in self.grads.values():
+            g *= 1.0 / Mb
+        return total / Mb, tuple(sum(w[i] for w in self._mb_walls) for i in range(2))
 
     def _grad_buffer(self) -> None:
         """One (G, padded P) buffer holding every GPU's gradients, one row per GPU.
@@ -508,8 +656,46 @@ class Trainer:
             else [],
         )
 
+    def _rings_summary(self, rings: list[DpRing]) -> RingSummary:
+        """The data-parallel all-reduces of a planned step, all groups together: passes and
+        GPUs of the largest group, bytes summed over every group's ring."""
+        traces = [r.trace for r in rings]
+        by_link: dict[tuple[int, int], int] = {}
+        sent = [0] * self.config.gpus
+        hops: dict[str, int] = {}
+        per_kind: dict[str, int] = {}
+        for tr in traces:
+            for k, v in tr.bytes_by_link().items():
+                by_link[k] = by_link.get(k, 0) + v
+            for i, v in enumerate(tr._per_position()):
+                sent[tr.ring[i]] += int(v)
+            if tr.gpus > 1:
+                for kind in tr.links:
+                    hops[kind] = hops.get(kind, 0) + 1
+            for k, v in tr.bytes_by_kind().items():
+                per_kind[k] = per_kind.get(k, 0) + v
+        chunks = [(b - a) * tr.itemsize for tr in traces for a, b in tr.chunk_bounds]
+        return RingSummary(
+            passes=max((tr.n_passes for tr in traces), default=0),
+            gpus=max((tr.gpus for tr in traces), default=0),
+            elements=sum(tr.elements for tr in traces),
+            chunk_bytes=max(chunks, default=0),
+            bytes_total=sum(tr.bytes_total for tr in traces),
+            bytes_per_gpu=max(sent, default=0),
+            busiest_link_bytes=max(by_link.values(), default=0),
+            links=[
+                LinkLoad(kind=k, hops=hops.get(k, 0), bytes=per_kind.get(k, 0))
+                for k in ("nvlink", "leaf", "spine")
+            ]
+            if hops
+            else [],
+        )
+
     def _memory(self):
-        """Each GPU's memory account. Sizes only change when the arrays do, so it is cached."""
+        """Each GPU's memory account. Sizes only change when the arrays do, so it is cached
+        (under a plan the activations follow the step's routing and schedule, so not then)."""
+        if self.sharded is not None:
+            return [g.memory() for g in self.gpus]
         key = tuple(g.generation for g in self.gpus)
         if self._memory_key != key:
             self._memory_key, self._memory_cache = key, [g.memory() for g in self.gpus]
@@ -574,7 +760,7 @@ class Trainer:
         meta = {
             "step": self.step,
             "tokens_total": self.tokens_total,
-            "opt_t": self.opt.t,
+            "opt_t": self.opt.t if self.sharded is None else self.sharded.opt_t,
             "loader_position": self.loader.position,
             "epoch": self._epoch_of(self.step),
             # Data order is a pure function of (seed, batch index): this is its whole state.
@@ -619,11 +805,18 @@ class Trainer:
 
     # ---- looking inside -------------------------------------------------------------------
     def probe(self) -> Probe:
-        logits = np.asarray(M.logits_last(self.params, self._prompt_ids, self.model_cfg), float)
+        if self.sharded is not None:
+            whole, full = self.sharded.whole_model()
+            logits = np.asarray(whole.logits_last(full, self._prompt_ids), float)
+            weights = np.asarray(full[self.probe_weights_name][0])
+        else:
+            logits = M.logits_last(self.params, self._prompt_ids, self.model_cfg)
+            logits = np.asarray(logits, float)
+            weights = np.asarray(self.params[self.probe_weights_name][0])
         p = np.exp(logits - logits.max())
         p /= p.sum()
         top = np.argsort(-p, kind="stable")[:5]
-        w = np.asarray(self.params[self.probe_weights_name][0])[self._probe_index]
+        w = weights[self._probe_index]
         return Probe(
             prompt=PROBE_PROMPT,
             top=[ProbeToken(token=self.vocab[i], p=float(p[i])) for i in top],
@@ -631,15 +824,30 @@ class Trainer:
             weights_name=self.probe_weights_name,
         )
 
+    def full_params(self) -> dict[str, np.ndarray]:
+        """One full copy of the parameters, in the fixed order (gathered under a plan)."""
+        if self.sharded is not None:
+            return self.sharded.full("p")
+        return {name: np.asarray(self.params[name][0]) for name in self._shapes}
+
     def params_sha256(self) -> str:
         h = hashlib.sha256()
-        for name in M.param_shapes(self.model_cfg):
+        for name, p in self.full_params().items():
             h.update(name.encode())
-            h.update(np.ascontiguousarray(self.params[name][0]).tobytes())
+            h.update(np.ascontiguousarray(p).tobytes())
         return h.hexdigest()
 
+    def params_l2(self) -> float:
+        """L2 norm of all the parameters, each counted once."""
+        if self.sharded is not None:
+            return self.sharded.params_l2()
+        return math.sqrt(sum(float(np.vdot(p, p)) for p in self.full_params().values()))
+
     def replicas_identical(self) -> bool:
-        """Do all GPUs hold the same weights, optimizer state and averaged gradients?"""
+        """Do all GPUs hold the same weights, optimizer state and averaged gradients?
+        Under a plan: do all GPUs holding the same shard hold the same bits?"""
+        if self.sharded is not None:
+            return self.sharded.copies_identical()
         arrays = [*self.params.values(), *self.opt.m.values(), *self.opt.v.values()]
         arrays += list(self.grads.values())
         return all(bool(np.all(v == v[0])) for v in arrays)

@@ -1,0 +1,188 @@
+"""Pipeline schedules and their timeline: which stage runs which microbatch when.
+
+Each of the pp stages runs its forward (F) and backward (B) passes of the M microbatches in
+the order its schedule gives:
+
+- GPipe: all M forwards, then all M backwards (last microbatch first, as GPipe does: the
+  last stage can turn the newest activations straight round).
+- 1F1B (PipeDream-Flush): stage s runs min(pp - 1 - s, M) warm-up forwards, then one forward
+  and one backward in turn, then the remaining backwards (cool-down). It has the same bubble
+  as GPipe but holds at most pp - s microbatches' activations instead of M.
+
+`simulate` lays the ops out in time from given durations: an op starts when its stage is
+free and its input has arrived (the previous stage's forward output, or the next stage's
+gradient, plus the time of the send). The idle time this leaves on each stage is the
+bubble, measured from the timeline, not from a formula; with equal stage times and free
+transfers it comes out at (pp - 1) / (M + pp - 1). The same function drives the real run
+(durations from the timing model) and the tests (durations given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .plan import SCHEDULES
+
+Op = tuple[str, int]  # ("F" | "B", microbatch)
+
+
+def stage_order(schedule: str, pp: int, microbatches: int, stage: int) -> list[Op]:
+    """The ops stage `stage` runs, in order."""
+    M = microbatches
+    if schedule == "gpipe":
+        return [("F", m) for m in range(M)] + [("B", m) for m in reversed(range(M))]
+    if schedule == "1f1b":
+        warm = min(pp - 1 - stage, M)
+        order: list[Op] = [("F", m) for m in range(warm)]
+        for i in range(M - warm):
+            order += [("F", warm + i), ("B", i)]
+        order += [("B", m) for m in range(M - warm, M)]
+        return order
+    raise ValueError(f"unknown schedule {schedule!r} (known: {', '.join(SCHEDULES)})")
+
+
+@dataclass
+class OpTime:
+    stage: int
+    kind: str  # "F" | "B"
+    mb: int
+    t0: float
+    t1: float
+    seq: int  # position in a dependency-respecting order of all ops
+
+    @property
+    def dur(self) -> float:
+        return self.t1 - self.t0
+
+
+@dataclass
+class Transfer:
+    """Activations (kind "F") or gradients (kind "B") of microbatch `mb` sent between stages."""
+
+    kind: str
+    mb: int
+    src: int  # stage
+    dst: int
+    t0: float
+    t1: float
+
+
+@dataclass
+class Timeline:
+    pp: int
+    microbatches: int
+    schedule: str
+    orders: list[list[Op]]  # per stage
+    ops: list[OpTime] = field(default_factory=list)  # in dependency order (seq)
+    transfers: list[Transfer] = field(default_factory=list)
+
+    def stage_ops(self, s: int) -> list[OpTime]:
+        return [o for o in self.ops if o.stage == s]
+
+    @property
+    def start(self) -> float:
+        return min((o.t0 for o in self.ops), default=0.0)
+
+    @property
+    def end(self) -> float:
+        return max((o.t1 for o in self.ops), default=0.0)
+
+    @property
+    def span(self) -> float:
+        """Seconds from the first op's start to the last op's end, over all stages."""
+        return self.end - self.start
+
+    def busy(self, s: int) -> float:
+        return sum(o.dur for o in self.ops if o.stage == s)
+
+    def idle(self, s: int) -> float:
+        """Seconds stage s waits within the pipeline's span: its share of the bubble."""
+        return self.span - self.busy(s)
+
+    @property
+    def bubble_fraction(self) -> float:
+        """Idle stage time over all stages' time in the span: sum(idle) / (pp * span)."""
+        if self.span <= 0:
+            return 0.0
+        return sum(self.idle(s) for s in range(self.pp)) / (self.pp * self.span)
+
+    def peak_in_flight(self, s: int) -> int:
+        """Most microbatches whose activations stage s holds at once (kept from the start of
+        a forward to the end of its backward)."""
+        held = peak = 0
+        for kind, _ in self.orders[s]:
+            held += 1 if kind == "F" else 0
+            peak = max(peak, held)
+            held -= 1 if kind == "B" else 0
+        return peak
+
+
+def dependency(pp: int, s: int, op: Op) -> tuple[int, Op] | None:
+    """The op on another stage whose output this op needs, or None."""
+    kind, m = op
+    if kind == "F":
+        return (s - 1, ("F", m)) if s > 0 else None
+    return (s + 1, ("B", m)) if s < pp - 1 else None
+
+
+def run_order(schedule: str, pp: int, microbatches: int) -> list[tuple[int, Op]]:
+    """Every (stage, op) in an order that keeps each stage's own order and runs no op before
+    the op it needs: the order the numbers are computed in."""
+    orders = [stage_order(schedule, pp, microbatches, s) for s in range(pp)]
+    pos = [0] * pp
+    done: set[tuple[int, Op]] = set()
+    out: list[tuple[int, Op]] = []
+    total = sum(len(o) for o in orders)
+    while len(out) < total:
+        moved = False
+        for s in range(pp):
+            while pos[s] < len(orders[s]):
+                op = orders[s][pos[s]]
+                dep = dependency(pp, s, op)
+                if dep is not None and dep not in done:
+                    break
+                done.add((s, op))
+                out.append((s, op))
+                pos[s] += 1
+                moved = True
+        if not moved:
+            raise ValueError(f"schedule {schedule!r} deadlocks with pp {pp}, M {microbatches}")
+    return out
+
+
+def simulate(
+    schedule: str,
+    pp: int,
+    microbatches: int,
+    op_seconds: Callable[[int, str, int], float],
+    send_seconds: Callable[[str, int, int, int], float] | None = None,
+) -> Timeline:
+    """Lay the schedule out in time.
+
+    op_seconds(stage, kind, mb): seconds of that forward or backward.
+    send_seconds(kind, mb, src, dst): seconds to send its output to the next (F) or previous
+    (B) stage; None: free."""
+    tl = Timeline(
+        pp=pp,
+        microbatches=microbatches,
+        schedule=schedule,
+        orders=[stage_order(schedule, pp, microbatches, s) for s in range(pp)],
+    )
+    free = [0.0] * pp
+    ends: dict[tuple[int, Op], float] = {}
+    for seq, (s, op) in enumerate(run_order(schedule, pp, microbatches)):
+        kind, m = op
+        ready = free[s]
+        dep = dependency(pp, s, op)
+        if dep is not None:
+            src = dep[0]
+            sent = ends[dep]
+            arrive = sent + (send_seconds(kind, m, src, s) if send_seconds else 0.0)
+            tl.transfers.append(Transfer(kind, m, src, s, sent, arrive))
+            ready = max(ready, arrive)
+        t1 = ready + float(op_seconds(s, kind, m))
+        tl.ops.append(OpTime(s, kind, m, ready, t1, seq))
+        ends[(s, op)] = t1
+        free[s] = t1
+    return tl
