@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from app import run_events
+from app.engine.config import RunConfig
 from app.engine.timing import PRESETS
 from app.history import new_run_id
 from app.pipe import CheckpointNow, FailGpu, Hold, Reset, RunInfo, StepOnce, WorkerState
@@ -86,12 +87,41 @@ def state_events(r: Runner, state: RunInfo | WorkerState | None) -> list[EventMs
     return state.events
 
 
+def new_cluster(current: RunConfig, gpus: int | None, servers: int | None) -> dict[str, int]:
+    """The cluster fields of a new run's config: GPUs, servers and the global batch.
+
+    The batch follows `RunConfig.batch_for`: the current batch is kept when it still shares
+    out evenly (data parallelism does not change the maths, so the same seed then gives the
+    same loss curve on a different cluster), else the default batch for that many GPUs.
+    Raises ControlError("bad_config") naming the rule that a combination breaks.
+    """
+    g = current.gpus if gpus is None else gpus
+    s = current.servers if servers is None else servers
+    if g < 1 or s < 1:
+        raise ControlError("bad_config", f"gpus and servers must be at least 1, got {g} and {s}")
+    if s > g:
+        raise ControlError("bad_config", f"servers ({s}) cannot outnumber gpus ({g})")
+    if g % s:
+        raise ControlError(
+            "bad_config", f"gpus ({g}) must divide evenly over servers ({s}): {g} % {s} = {g % s}"
+        )
+    kept = current.batch_size if current.batch_size % g == 0 else None
+    return {"gpus": g, "servers": s, "batch_size": RunConfig.batch_for(g, kept)}
+
+
 async def reset(r: Runner, ctl: ResetControl) -> list[EventMsg]:
     if ctl.preset is not None and ctl.preset not in PRESETS:
         known = ", ".join(sorted(PRESETS))
         raise ControlError("bad_preset", f"unknown preset {ctl.preset!r} (known: {known})")
+    current = r.view.config
     named = {"seed": ctl.seed, "preset": ctl.preset}
-    config = r.view.config.with_(**{k: v for k, v in named.items() if v is not None})
+    changes: dict[str, Any] = {k: v for k, v in named.items() if v is not None}
+    if ctl.gpus is not None or ctl.servers is not None:
+        changes |= new_cluster(current, ctl.gpus, ctl.servers)
+    try:
+        config = current.with_(**changes)
+    except ValueError as exc:  # RunConfig's own rules, the batch rule among them
+        raise ControlError("bad_config", str(exc)) from None
     run_id = new_run_id()
     r.history.start_run(run_id, config.to_dict())
     info = await r.ask(Reset(config.to_dict(), run_id))
@@ -107,7 +137,8 @@ async def reset(r: Runner, ctl: ResetControl) -> list[EventMsg]:
             preset=config.preset,
         )
     )
-    # Everyone starts over together: a new hello (the preset may differ) and snapshot.
+    # Everyone starts over together: a new hello (the preset or the cluster may differ) and
+    # snapshot.
     snapshot = r.snapshot_text()
     r.hub.publish_each(lambda v: [r.hello_text(v.can_control), snapshot])
     return [event]

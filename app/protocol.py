@@ -72,6 +72,7 @@ class TraceSpanMsg(_Out):
     dur: float
     lanes: list[int] | None = Field(default=None, description="GPUs it runs on; null: all")
     wall_s: float | None = Field(default=None, description="measured seconds here")
+    mb: int | None = Field(default=None, description="the microbatch it works on")
 
 
 class TraceRingMsg(_Out):
@@ -87,6 +88,34 @@ class TraceRingMsg(_Out):
     links: list[str] = Field(description="link kind of each ring position's outgoing hop")
     chunk_bytes: list[int] = Field(description="bytes of each chunk")
     wall_s: float | None = None
+    mb: int | None = Field(default=None, description="the microbatch a tensor-parallel join is for")
+
+
+class TraceP2PMsg(_Out):
+    """A point-to-point transfer between pipeline stages: a send on `src` and a receive on
+    `dst`, beside the GPUs' compute (a copy engine), so it overlaps other events."""
+
+    kind: str
+    t0: float
+    dur: float
+    src: int
+    dst: int
+    bytes: int
+    link: str
+    mb: int | None = None
+
+
+class TraceAllToAllMsg(_Out):
+    """An all-to-all in `gpus` (tokens to the GPUs holding their experts, and back): g-1 rounds;
+    in round k position i sends to position i+k and receives from i-k."""
+
+    kind: str
+    t0: float
+    round_s: list[float] = Field(description="seconds of each round")
+    gpus: list[int]
+    bytes: list[int] = Field(description="g x g, row-major: bytes gpus[i] sends to gpus[j]")
+    links: list[str] = Field(description="g x g: the link each pair's bytes cross")
+    mb: int | None = None
 
 
 class TraceMsg(_Out):
@@ -97,12 +126,18 @@ class TraceMsg(_Out):
     step_s: float = Field(description="simulated seconds from the first start to the last end")
     spans: list[TraceSpanMsg]
     rings: list[TraceRingMsg]
+    p2p: list[TraceP2PMsg] = Field(default_factory=list)
+    all_to_all: list[TraceAllToAllMsg] = Field(default_factory=list)
 
 
 class TraceKindMsg(_Out):
     kind: str
     group: str = Field(description="the time-bar group its seconds add to")
     transfer: bool = Field(description="moves data between GPUs (has a peer, bytes, link)")
+    overlaps: bool = Field(
+        default=False,
+        description="runs beside the GPU's compute (a copy engine): adds no time to its lane",
+    )
 
 
 class TraceGroupMsg(_Out):
@@ -195,7 +230,12 @@ class StepMsg(StepFields):
 
 def trace_kinds() -> list[TraceKindMsg]:
     return [
-        TraceKindMsg(kind=k, group=str(v["group"]), transfer=bool(v["transfer"]))
+        TraceKindMsg(
+            kind=k,
+            group=str(v["group"]),
+            transfer=bool(v["transfer"]),
+            overlaps=bool(v.get("overlaps", False)),
+        )
         for k, v in KINDS.items()
     ]
 
@@ -260,6 +300,8 @@ class ConfigMsg(_Out):
     n_head: int
     n_embd: int
     block_size: int
+    experts: int = Field(default=0, description="experts per MoE layer; 0: a dense MLP")
+    top_k: int = Field(default=2, description="experts each token is routed to")
     dtype: str
     batch_size: int
     lr: float
@@ -276,6 +318,11 @@ class ConfigMsg(_Out):
     checkpoint_every: int
     keep_checkpoints: int
     probe_every: int
+    tp: int = Field(default=1, description="tensor-parallel GPUs per layer")
+    pp: int = Field(default=1, description="pipeline stages")
+    ep: int = Field(default=1, description="expert-parallel GPUs per EP group")
+    microbatches: int = Field(default=1, description="microbatches per replica per step")
+    schedule: str = Field(default="1f1b", description="pipeline schedule: gpipe or 1f1b")
 
 
 class PresetMsg(_Out):
@@ -389,11 +436,22 @@ class SpeedControl(_In):
 
 
 class ResetControl(_In):
-    """Start a fresh run (new run_id); the old run's history stays in the database."""
+    """Start a fresh run (new run_id); the old run's history stays in the database.
+
+    Fields left out keep the current run's value. A new cluster shape must be one the server
+    could start with: `gpus` at most the server's cap (the same bound as its `--gpus`),
+    spread evenly over `servers`; the runner answers `bad_config` naming the rule otherwise.
+    """
 
     action: Literal["reset"]
     seed: StrictInt | None = Field(default=None, ge=0, le=2**31 - 1)
     preset: str | None = Field(default=None, min_length=1, max_length=64)
+    gpus: StrictInt | None = Field(
+        default=None, ge=1, le=4096, description="simulated GPUs in all (the server's cap)"
+    )
+    servers: StrictInt | None = Field(
+        default=None, ge=1, le=1024, description="servers the GPUs are spread evenly over"
+    )
 
 
 class FailGpuControl(_In):

@@ -1,8 +1,9 @@
 """Scene specs: the data a 3D scene is drawn and toured from, loaded and validated here.
 
 A scene lives in `scenes/<name>.json` (see `app.paths.SCENES_DIR`): its numbered parts with
-their one-line descriptions and card facts, the camera views behind keys 0-4, the guided tour
-and its caption templates, and what each colour means. The browser draws from this data; the
+their one-line descriptions, what each is and why training needs it, and card facts, the
+camera views behind keys 0-4, the guided tour with its caption templates (and a longer "more"
+behind each), and what each colour means. The browser draws from this data; the
 server hands it out at `/api/scenes/{name}`. Validating it here means a typo in a scene file
 fails loudly at load time and in the tests, not as a blank label on a projector.
 
@@ -94,11 +95,29 @@ class Fact(_Strict):
     value: str = Field(min_length=1, max_length=80)
 
 
+def _check_placeholders(v: str, what: str) -> str:
+    """A caption-like text may quote live values as {name}, but only names the page knows."""
+    try:
+        names = [f for _, f, _, _ in string.Formatter().parse(v) if f is not None]
+    except ValueError as exc:
+        raise ValueError(f"{what} has a broken placeholder: {exc}") from exc
+    unknown = sorted({n for n in names if n not in CAPTION_PLACEHOLDERS})
+    if unknown:
+        raise ValueError(
+            f"unknown {what} placeholder(s) {unknown}; known: {sorted(CAPTION_PLACEHOLDERS)}"
+        )
+    return v
+
+
 class PartSpec(_Strict):
     id: Literal["datalake", "loaders", "gpus", "fabric", "ring", "model", "checkpoints"]
     number: int = Field(ge=1, le=9)
     name: str = Field(min_length=1, max_length=40)
     description: str = Field(min_length=1, max_length=120)
+    # The card's two short answers: what the part is in a real cluster, and why training a
+    # model needs it. Plain text, a sentence or two each: the card is small.
+    what: str = Field(default="", max_length=240)
+    why: str = Field(default="", max_length=240)
     # Where its label sits: a fixed point, or "auto" = just above the part's laid-out box
     # (most parts grow with the cluster, so a fixed point would drift off them).
     anchor: Vec3 | Literal["auto"] = "auto"
@@ -126,22 +145,22 @@ class ViewSpec(_Strict):
 class TourStop(_Strict):
     part: str
     view: int | None = None  # a view key; None = frame the part itself
+    # What the teacher says at this stop: one idea, short enough to read aloud.
     caption: str = Field(min_length=1, max_length=220)
+    # The longer story behind it, for whoever asks "why?": shown folded under the caption.
+    more: str = Field(default="", max_length=700)
+    # How long the stop lasts when the tour moves on by itself.
     duration_s: float = Field(ge=2.0, le=60.0)
 
     @field_validator("caption")
     @classmethod
     def _known_placeholders(cls, v: str) -> str:
-        try:
-            names = [f for _, f, _, _ in string.Formatter().parse(v) if f is not None]
-        except ValueError as exc:
-            raise ValueError(f"caption has a broken placeholder: {exc}") from exc
-        unknown = sorted({n for n in names if n not in CAPTION_PLACEHOLDERS})
-        if unknown:
-            raise ValueError(
-                f"unknown caption placeholder(s) {unknown}; known: {sorted(CAPTION_PLACEHOLDERS)}"
-            )
-        return v
+        return _check_placeholders(v, "caption")
+
+    @field_validator("more")
+    @classmethod
+    def _known_more_placeholders(cls, v: str) -> str:
+        return _check_placeholders(v, "more")
 
 
 HexColour = Annotated[str, Field(pattern=_HEX_RE.pattern)]

@@ -61,6 +61,9 @@ class Question(_Strict):
     theme: str
     text: str
     follow_up: str
+    # For the teacher's copy of the printed sheet only (/sheet/teacher): what to listen for,
+    # and what on the screen to point at. The students' copy (/sheet) never shows it.
+    teacher_note: str = Field(default="", max_length=300)
 
 
 class Classroom(_Strict):

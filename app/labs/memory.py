@@ -76,6 +76,10 @@ class SceneMemoryCase:
     fraction: float
     parts: list[SceneMemoryPart]
     fits: bool
+    # How many GPUs share the model in this case, each holding `fraction` of its own memory;
+    # the scene fills that many walls (all of them when it has fewer). None: every wall shows
+    # the one-GPU case.
+    gpus: int | None = None
 
 
 @dataclass
@@ -104,6 +108,8 @@ class MemoryResult:
     source: str
     # The same one-GPU case, in the shape the 3D scene's memory walls read.
     memory_case: SceneMemoryCase
+    # The training state shared evenly over gpus_to_fit_training GPUs: each one's share.
+    spread_case: SceneMemoryCase
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,6 +132,19 @@ def _memory_case(
             SceneMemoryPart(name, fraction * b / total) for name, b in _scene_parts(parts).items()
         ],
         fits=fits,
+    )
+
+
+def _spread_case(case: SceneMemoryCase, params: float, gpus: int) -> SceneMemoryCase:
+    share = case.fraction / gpus
+    return SceneMemoryCase(
+        label=f"{format_count(params)} params, shared over {gpus} GPUs",
+        fraction=share,
+        parts=[SceneMemoryPart(p.name, p.fraction / gpus) for p in case.parts],
+        # gpus is the ceiling of the one-GPU fraction, so the share is at most one GPU's
+        # memory (up to rounding in the last digit).
+        fits=share <= 1.0 + 1e-9,
+        gpus=gpus,
     )
 
 
@@ -163,6 +182,8 @@ def compute_memory(params: float | str, precision: str, gpu: str) -> MemoryResul
     training18 = n * FP32_GRADS_BYTES_PER_PARAM
     fraction = training / usable
     fits = fraction <= 1.0
+    case = _memory_case(n, spec.label, parts, training, fraction, fits)
+    to_fit = gpus_needed(training, usable)
     return MemoryResult(
         params=n,
         precision=precision,
@@ -178,14 +199,15 @@ def compute_memory(params: float | str, precision: str, gpu: str) -> MemoryResul
         training_bytes_per_param=TRAINING_BYTES_PER_PARAM,
         training_bytes=training,
         training_parts=parts,
-        gpus_to_fit_training=gpus_needed(training, usable),
+        gpus_to_fit_training=to_fit,
         training_bytes_fp32_grads=training18,
         gpus_to_fit_training_fp32_grads=gpus_needed(training18, usable),
         one_gpu_fraction=fraction,
         fits_one_gpu=fits,
         rules=RULES,
         source=spec.source,
-        memory_case=_memory_case(n, spec.label, parts, training, fraction, fits),
+        memory_case=case,
+        spread_case=_spread_case(case, n, to_fit),
     )
 
 

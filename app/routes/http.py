@@ -115,4 +115,11 @@ async def index() -> Response:
 
 @router.get("/sheet", include_in_schema=False)
 async def sheet() -> Response:
+    """The printable question sheet: the students' copy (`?teacher` gives the teacher's)."""
+    return _page("sheet.html")
+
+
+@router.get("/sheet/teacher", include_in_schema=False)
+async def sheet_teacher() -> Response:
+    """The teacher's copy of the sheet: the same page, which shows the notes at this path."""
     return _page("sheet.html")

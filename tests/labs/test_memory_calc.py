@@ -84,6 +84,25 @@ def test_memory_case_for_the_scene() -> None:
     small = compute_memory("1B", "bf16", "h100-80gb").memory_case
     assert small.fits is True
     assert small.fraction == pytest.approx(16 / 72)
+    assert big.gpus is None  # every wall of the scene shows the one-GPU case
+
+
+@pytest.mark.parametrize("params", ["1B", "13B", "70B", "405B", "1T", "7.5B"])
+def test_spread_case_shares_the_state_over_the_gpus_to_fit(params: str) -> None:
+    r = compute_memory(params, "bf16", "h100-80gb")
+    spread = r.spread_case
+    assert spread.gpus == r.gpus_to_fit_training
+    assert spread.fraction == pytest.approx(r.memory_case.fraction / spread.gpus)
+    assert spread.fraction <= 1.0 + 1e-9 and spread.fits is True
+    assert sum(p.fraction for p in spread.parts) == pytest.approx(spread.fraction)
+    assert [p.name for p in spread.parts] == [p.name for p in r.memory_case.parts]
+
+
+def test_spread_case_for_70b_is_sixteen_shares() -> None:
+    spread = compute_memory("70B", "bf16", "h100-80gb").spread_case
+    assert spread.gpus == 16
+    assert spread.fraction == pytest.approx(1120 / 72 / 16)  # 70 GB of 72 GB usable
+    assert spread.label == "70B params, shared over 16 GPUs"
 
 
 @pytest.mark.parametrize(

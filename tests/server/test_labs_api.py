@@ -45,6 +45,8 @@ def test_memory_70b(client: TestClient) -> None:
         assert d["memory_case"]["fits"] is False
         assert d["memory_case"]["fraction"] == pytest.approx(1120 / 72)
         assert {p["name"] for p in d["memory_case"]["parts"]} == {"weights", "grads", "optimizer"}
+        assert d["spread_case"]["gpus"] == 16 and d["spread_case"]["fits"] is True
+        assert d["spread_case"]["fraction"] == pytest.approx(1120 / 72 / 16)
         assert d["rules"] and "datasheet" in d["source"]
 
 
