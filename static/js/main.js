@@ -8,7 +8,7 @@ import { connect } from './net/socket.js';
 import { createActions } from './ui/actions.js';
 import { mountCards } from './ui/cards.js';
 import { mountChart } from './ui/chart.js';
-import { mountHelp } from './ui/help.js';
+import { mountHelp, mountHowBig } from './ui/help.js';
 import { mountHud } from './ui/hud.js';
 import { mountKeys } from './ui/keys.js';
 import { mountLabels } from './ui/labels.js';
@@ -16,11 +16,15 @@ import { rememberProbe } from './ui/live.js';
 import { createOverlays } from './ui/overlays.js';
 import { mountProbe } from './ui/probe.js';
 import { mountProjector } from './ui/projector.js';
+import { mountSettings } from './ui/settings.js';
 import { mountToolbar } from './ui/toolbar.js';
 import { mountTour } from './ui/tour.js';
 import { installTestHook } from './testhook.js';
 
 const SCENE_NAME = 'training-run';
+// A phone's width: the scene gets a band of its own and the controls go behind one menu
+// (the same breakpoint as static/css/app.css).
+const PHONE = '(max-width: 699px)';
 
 let stage = null;
 let labs = null;
@@ -93,6 +97,8 @@ function main() {
 
   const overlays = createOverlays(store);
   rememberProbe(store);
+  // Seven labels pile up on a phone's narrow scene: they start off there (L brings them back).
+  if (window.matchMedia?.(PHONE).matches) store.set('labels', false);
   mountHud(store);
   mountProbe(store);
   mountChart(store, document.getElementById('loss-chart'));
@@ -105,7 +111,7 @@ function main() {
       if (!store.state.tour.active) stage?.highlight(id);
     },
   });
-  const panels = { card: cards, help: null };
+  const panels = { card: cards, help: null, howBig: null, newRun: null, menu: null };
   let tour = null;
   const actions = createActions({
     store,
@@ -117,16 +123,19 @@ function main() {
     panels,
   });
   panels.help = mountHelp(store, { getLabKeys: () => labs?.keys, actions });
-  tour = mountTour(store, { getStage, labels });
+  panels.howBig = mountHowBig(store);
+  panels.newRun = mountSettings(store, { actions });
+  tour = mountTour(store, { getStage, labels, onHowBig: () => panels.howBig.open() });
   const projector = mountProjector(store, getStage);
   const toolbar = mountToolbar(store, actions, document.getElementById('toolbar'));
+  panels.menu = toolbar.menu;
   mountKeys(actions, () => labs?.keys);
   const testHook = installTestHook({ store, getStage, actions, labels, tour });
 
   // The labs load on their own: a broken lab must never take the live run down with it.
   import('./labs/index.js')
     .then(({ mountLabs }) => {
-      labs = mountLabs({ store, ui: { actions } });
+      labs = mountLabs({ store, ui: { actions, getStage } });
       toolbar.addLabs(labs?.keys);
     })
     .catch((err) => {
@@ -143,6 +152,8 @@ function main() {
     labels.build(spec);
     tour.setSpec(spec);
     if (spec?.title) document.title = spec.title;
+    panels.help.setNote(spec?.note);
+    panels.howBig.setNote(spec?.note);
     // Probing for WebGL costs a context (slow on software renderers), so it waits until the
     // numbers are already on their way.
     const canDraw = webglAvailable();
@@ -178,6 +189,7 @@ function main() {
     stage.setExploded(store.state.exploded);
     stage.setView(store.state.view, { instant: true });
     labels.attach(stage);
+    keepSceneClear(stage);
     let shape = topologyKey(hello.topology);
     store.on('hello', (msg) => {
       const next = topologyKey(msg.topology);
@@ -188,6 +200,38 @@ function main() {
     });
     installCanvasPicking(canvas, cards);
   });
+}
+
+/** Tell the stage which part of the canvas the page's own furniture leaves free, where the
+ * layout differs from the stage's built-in guess: on a phone the canvas is a band of its own
+ * (nothing covers it), and on narrower screens the top bar takes two rows. */
+function keepSceneClear(stage) {
+  const phone = window.matchMedia?.(PHONE);
+  const bar = document.querySelector('.topbar');
+  let last = '';
+  function fit() {
+    // An open lab frames its part in the room its panel leaves (labs/frame.js); it hands
+    // the safe area back when it closes.
+    if (store.state.labFocus) return;
+    let area = null;
+    if (phone?.matches) area = { left: 0, right: 0, top: 6, bottom: 6 };
+    else if (window.innerWidth < 1100 && bar) {
+      // The loss chart and the prediction take the bottom corners: keep the parts above them.
+      area = { left: 0, right: 0, top: Math.ceil(bar.getBoundingClientRect().bottom) + 8, bottom: 150 };
+    }
+    const key = JSON.stringify(area);
+    if (key === last) return; // re-framing on every resize event would fight the viewer
+    last = key;
+    stage.setSafeArea?.(area);
+  }
+  window.addEventListener('resize', fit);
+  if (bar && typeof ResizeObserver === 'function') new ResizeObserver(fit).observe(bar);
+  store.on('change:labFocus', (focus) => {
+    if (focus) return;
+    last = null; // the lab set its own area: ours must be applied again
+    fit();
+  });
+  fit();
 }
 
 /** Click a part in the 3D scene to pin its card; hovering previews it. A drag (orbiting)

@@ -30,15 +30,22 @@ function initialState() {
     failedGpus: new Set(), // GPUs down right now (held a moment after their replacement)
     lastEvent: null, // the latest event, whatever its kind
     lastProbe: null, // the latest probe (next-word guesses); it rides on only some steps
+    slowMotion: false, // a step plays block by block with captions (the stage turns it off when done)
     memoryCase: null, // the memory lab's chosen case, drawn on the GPUs' memory walls
     placement: 'data', // how "swap it" shares the model out: 'data', 'tensor_pipeline', ...
     placementPreview: false, // "swap it" is open: show the model copies even for data parallel
+    labFocus: null, // the part an open lab changes and frames clear of its panel ('gpus'), or null
     view: 0, // camera view 0-4
     labels: true, // numbered labels shown
     signal: true, // step animation shown
     spin: false, // the scene turns slowly
     exploded: false, // the fabric lifted above the servers
     tour: { active: false, stop: 0 }, // the guided tour and its current stop
+    tourAuto: false, // the tour moves on by itself (else each stop waits for the next press)
+    tourMore: false, // the current stop's longer "more" text is unfolded
+    menuOpen: false, // the toolbar's menu is open (narrow screens fold controls into it)
+    newRunOpen: false, // the "new run" settings panel is open
+    howBigOpen: false, // the "how big is a real run?" box is open
     card: null, // id of the part whose card is open
     helpOpen: false, // the key help overlay is open
     projector: false, // projector theme

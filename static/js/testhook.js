@@ -6,7 +6,17 @@
 // frames the stage reports, so a test can ask "did a glow and pulses happen during a step".
 
 function countShown(stage, store) {
-  const seen = { forward: 0, backward: 0, allreduce: 0, data: 0, maxPulses: 0, steps: 0, maxDrawCalls: 0 };
+  const seen = {
+    forward: 0, backward: 0, allreduce: 0, data: 0, maxPulses: 0, steps: 0, maxDrawCalls: 0,
+    // + the batch dealt out: most slices drawn in one data frame, and moving at once
+    maxSlices: 0, maxSlicesMoving: 0, maxDataWaiting: 0,
+    // + a staged failure: the longest run of frames (ms) with the others stalled beside a
+    // failed GPU, and the most weight packets in flight from the checkpoints
+    stallMs: 0, maxReloading: 0, maxFailed: 0,
+    // + slow motion: each block shown, in order: {kind, step, caption, ms}
+    slowBlocks: [],
+  };
+  let stallFrom = null;
   // The parts' counters from the last tick they updated (idle ticks skip them).
   let last = { phase: null, phaseT: 0, activeGpus: 0, pulses: 0, waiting: 0, failed: 0 };
   store.on('step', () => {
@@ -18,8 +28,31 @@ function countShown(stage, store) {
       if (debug.activeGpus > 0 && (phase === 'forward' || phase === 'backward')) seen[phase] += 1;
       if (phase === 'allreduce' && (debug.pulses > 0 || debug.ringLit)) seen.allreduce += 1;
       if (phase === 'data') seen.data += 1;
+      if (phase === 'data') seen.maxSlices = Math.max(seen.maxSlices, debug.slices ?? 0);
+      if (phase === 'data') seen.maxSlicesMoving = Math.max(seen.maxSlicesMoving, debug.slicesMoving ?? 0);
+      if (phase === 'data') seen.maxDataWaiting = Math.max(seen.maxDataWaiting, debug.dataWaiting ?? 0);
       seen.maxPulses = Math.max(seen.maxPulses, debug.pulses);
     }
+    if (debug.failed > 0 && debug.stalled > 0) {
+      stallFrom ??= frame.time;
+      seen.stallMs = Math.max(seen.stallMs, Math.round((frame.time - stallFrom) * 1000));
+    } else stallFrom = null;
+    seen.maxReloading = Math.max(seen.maxReloading, debug.reloading ?? 0);
+    seen.maxFailed = Math.max(seen.maxFailed, debug.failed ?? 0);
+    // A block lasts from its first frame to the first frame that no longer shows it.
+    const slowNow = Boolean(frame.slow && phase);
+    const prev = seen.slowBlocks[seen.slowBlocks.length - 1];
+    const t = Math.round(frame.time * 1000);
+    const same = slowNow && prev && prev.index === frame.blockIndex && prev.seq === frame.step?.seq;
+    if (prev && prev.open && !same) {
+      prev.ms = t - prev.t0;
+      prev.open = false;
+    }
+    if (slowNow && !same) {
+      const cap = stage.slowCaption?.();
+      seen.slowBlocks.push({ kind: phase, index: frame.blockIndex, seq: frame.step?.seq, step: frame.step?.step, caption: cap?.caption ?? '', t0: t, ms: 0, open: true });
+      if (seen.slowBlocks.length > 60) seen.slowBlocks.shift();
+    } else if (same) prev.ms = t - prev.t0;
     last = { phase, phaseT: frame.phaseT, ...debug };
   });
   stage.onFrame(({ drawCalls }) => {
@@ -30,7 +63,7 @@ function countShown(stage, store) {
     return {
       ...last,
       playing: info.playing,
-      seen: { ...seen },
+      seen: { ...seen, slowBlocks: seen.slowBlocks.map((b) => ({ ...b })) },
       frames: info.frames,
       drawCalls: info.drawCalls,
       drawables: info.drawables,
@@ -64,6 +97,13 @@ export function installTestHook({ store, getStage, actions, labels, tour }) {
     tourActive: () => s().tour.active,
     tourStop: () => s().tour.stop,
     tourLength: () => tour.length,
+    tourAuto: () => s().tourAuto,
+    tourMore: () => s().tourMore,
+    menuOpen: () => s().menuOpen,
+    newRunOpen: () => s().newRunOpen,
+    howBigOpen: () => s().howBigOpen,
+    gpus: () => s().hello?.topology?.gpus?.length ?? null,
+    servers: () => s().hello?.topology?.servers?.length ?? null,
     connection: () => s().connection,
     drawCalls: () => info()?.drawCalls ?? null,
     frames: () => info()?.frames ?? null,
@@ -85,6 +125,50 @@ export function installTestHook({ store, getStage, actions, labels, tour }) {
     memoryCase: () => (s().memoryCase ? JSON.parse(JSON.stringify(s().memoryCase)) : null),
     placement: () => s().placement ?? 'data',
     stageDebug: () => stageDebug(),
+    slowMotion: () => Boolean(s().slowMotion),
+    // What the slow-motion caption says now (and whether it is on screen).
+    slowCaption: () => getStage()?.slowCaption?.() ?? null,
+    // Every part's box on screen now, from the stage's own projection: {id: {left, top, right, bottom}}.
+    partRects: () => {
+      const st = getStage();
+      if (!st?.partRect) return null;
+      const ids = ['datalake', 'loaders', 'gpus', 'fabric', 'ring', 'model', 'checkpoints'];
+      return Object.fromEntries(ids.map((id) => [id, st.partRect(id)]));
+    },
+    // The loss chart's "steps lost" bands as drawn: [{fromStep, toStep, lost}].
+    lostStepBands: () => {
+      try {
+        return JSON.parse(document.getElementById('loss-chart')?.dataset.lostBands || '[]');
+      } catch {
+        return [];
+      }
+    },
+    // partBox(id, step = 16) -> {left, top, right, bottom} in CSS px: where a part shows on
+    // screen now, found by picking the canvas on a grid (slow; for tests), or null.
+    partBox: () => (id, step = 16) => {
+      const st = getStage();
+      if (!st?.pickPart) return null;
+      let box = null;
+      for (let y = step / 2; y < window.innerHeight; y += step) {
+        for (let x = step / 2; x < window.innerWidth; x += step) {
+          if (st.pickPart(x, y) !== id) continue;
+          if (!box) box = { left: x, top: y, right: x, bottom: y };
+          box.left = Math.min(box.left, x);
+          box.right = Math.max(box.right, x);
+          box.top = Math.min(box.top, y);
+          box.bottom = Math.max(box.bottom, y);
+        }
+      }
+      return box;
+    },
+    // The memory walls on screen: their box, the label's box, towers and each wall's fill.
+    wallsOnScreen: () => {
+      try {
+        return stageDebug()?.wallsOnScreen?.() ?? null;
+      } catch {
+        return null;
+      }
+    },
   };
   const hook = {};
   for (const [name, get] of Object.entries(getters)) {

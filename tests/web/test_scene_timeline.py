@@ -192,3 +192,49 @@ def test_ring_lanes_name_their_pass_peer_and_chunk(run) -> None:
     assert [e["phase"] for e in out] == ["reduce_scatter"] * 3 + ["all_gather"] * 3
     # GPU 2 sends chunk 2, 1, 0 in reduce-scatter, then forwards 3, 2, 1 in all-gather.
     assert [e["chunk"] for e in out] == [2, 1, 0, 3, 2, 1]
+
+
+def test_slow_motion_dwells_on_every_block_and_new_steps_wait(run) -> None:
+    out = run(
+        """
+        tl.onStep(step(1), 0, 4);
+        tl.slowMotion(true, 100);            // running: the next step plays slowly
+        const seen = [];
+        let n = 1;
+        for (let t = 0; t <= 40000; t += 50) {
+          if (t % 250 === 0) tl.onStep(step(++n), t, 4);   // 4 steps a second keep coming
+          const s = tl.at(t);
+          if (s.slow && (seen.length === 0 || seen[seen.length - 1].phase !== s.phase)) {
+            seen.push({ phase: s.phase, t, step: tl.msg.step, index: s.blockIndex });
+          }
+          if (!tl.slowActive && !tl.slowWanted && seen.length) break;
+        }
+        return { seen, ended: tl.slowEnded, pending: Boolean(tl.pending) };
+        """
+    )
+    seen = out["seen"]
+    assert [s["phase"] for s in seen] == ["data", "forward", "backward", "allreduce", "optimizer"]
+    assert len({s["step"] for s in seen}) == 1  # steps arriving meanwhile did not cut it short
+    gaps = [b["t"] - a["t"] for a, b in zip(seen, seen[1:], strict=False)]
+    assert min(gaps) >= 2500, gaps  # several seconds a block
+    assert out["ended"] is True
+
+
+def test_a_hold_stands_the_animation_still_then_the_newest_step_plays(run) -> None:
+    out = run(
+        """
+        tl.onStep(step(1), 0, 'lesson');
+        tl.at(100);
+        tl.hold(200, 3000);
+        const during = [];
+        for (let t = 200; t < 3200; t += 100) {
+          if (t === 1000) tl.onStep(step(2), t, 'lesson');
+          if (t === 2000) tl.onStep(step(3), t, 'lesson');
+          during.push(tl.at(t).phase);
+        }
+        const after = tl.at(3300);
+        return { during, after: after.phase, step: tl.msg.step };
+        """
+    )
+    assert set(out["during"]) == {None}
+    assert out["after"] == "data" and out["step"] == 3

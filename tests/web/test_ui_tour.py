@@ -59,7 +59,9 @@ def test_tour_visits_every_stop_and_esc_leaves(page_at, server, web) -> None:
     # Live numbers really are quoted: the first stop names the GPU count.
     assert seen[0].startswith("8 ")
 
-    # The progress bar moves by itself.
+    # With auto-advance chosen, the progress bar shows and moves by itself.
+    page.locator("#tour-auto").click()
+    assert page.locator("#tour-progress-track").is_visible()
     fill = "getComputedStyle(document.getElementById('tour-progress')).transform"
     t0 = page.evaluate(fill)
     page.wait_for_function(f"{fill} !== {t0!r}", timeout=10_000)
@@ -71,13 +73,15 @@ def test_tour_visits_every_stop_and_esc_leaves(page_at, server, web) -> None:
     assert w.errors == []
 
 
-def test_tour_moves_on_by_itself(page_at, web) -> None:
+def test_tour_moves_on_by_itself_when_asked(page_at, web) -> None:
     w = page_at(viewport={"width": 1280, "height": 720})
     page = w.page
     web.wait_stage(page)
     page.locator("#btn-tour").click()
     assert web.tr(page, "tourStop") == 0
-    # The first stop lasts a few seconds; then the tour advances on its own.
+    # A stop waits for the next press unless auto-advance is on (tests/web/test_lesson.py
+    # holds one for 20 s); with it on, the stop lasts a few seconds, then the tour moves on.
+    page.locator("#tour-auto").click()
     page.wait_for_function("window.trainingRun.tourStop === 1", timeout=30_000)
     page.locator("#tour-exit").click()
     assert web.tr(page, "tourActive") is False

@@ -1,9 +1,15 @@
 // Concept labs: the ring all-reduce, GPU memory, "swap it" parallelism cards, cost and energy,
 // and classroom questions. main.js calls mountLabs once the page is up; it returns one key per
 // lab (the toolbar shows a button for each, the help lists them) and closeAll() for Esc.
-// One panel is open at a time; panels sit at the side so the racks stay in view.
+// One panel is open at a time, docked at the side. A lab that changes the scene names the
+// part it changes (lab.scene = {part, view, headroom}); while it is open the stage frames that
+// part in the window's free area (see frame.js), so no panel covers what it changes.
+//
+// The stage comes from ui.getStage() (main.js passes it); without one (no WebGL, or an older
+// main.js) the labs still work and only the re-framing is skipped.
 
 import { h } from './dom.js';
+import { peekingRight, safeAreaFor, topClear } from './frame.js';
 import * as ringlab from './ringlab.js';
 import * as memory from './memory.js';
 import * as swapit from './swapit.js';
@@ -16,6 +22,14 @@ export function mountLabs({ store, ui } = {}) {
   const root = h('div', { class: 'labs-root', id: 'labs' });
   document.body.append(root);
   let openId = null;
+  const getStage = () => {
+    try {
+      const st = ui?.getStage?.();
+      return st && st.ok !== false ? st : null;
+    } catch {
+      return null;
+    }
+  };
 
   const panels = LABS.map((mod) => {
     // A lab gets the store (where it puts the case the scene should show) and the page's
@@ -41,7 +55,7 @@ export function mountLabs({ store, ui } = {}) {
     const body = h('div', { class: 'lab-body' });
     const panel = h(
       'section',
-      { class: `lab-panel lab-${lab.id}`, id: `lab-${lab.id}`, role: 'dialog', 'aria-modal': 'false', 'aria-labelledby': titleId, hidden: true },
+      { class: `lab-panel lab-${lab.id} dock-${lab.scene?.dock ?? 'left'}`, id: `lab-${lab.id}`, role: 'dialog', 'aria-modal': 'false', 'aria-labelledby': titleId, hidden: true },
       head,
       body,
     );
@@ -57,9 +71,87 @@ export function mountLabs({ store, ui } = {}) {
     return { lab, panel, body, title, mounted: false };
   });
 
+  // ---- keeping the changed part in sight ----
+  let framed = null; // {p, stage, area} while a lab's part is framed in the free area
+  let retry = null;
+  let tries = 0;
+  let queued = 0;
+
+  /** Move the panel below the top bar's pieces above it (they wrap onto more rows on small
+   * screens and in projector mode). */
+  function placePanel(p) {
+    root.style.setProperty('--labs-min-width', '0px'); // measure the panel's own width first
+    const r = p.panel.getBoundingClientRect();
+    const clear = topClear(r.left, r.right);
+    root.style.setProperty('--labs-top', `${Math.max(12, Math.round(clear + 10))}px`);
+    // A HUD panel of the left column that is a little wider than this one would peek out
+    // beside it: cover it instead (the free area would lose that strip anyway).
+    const cover = p.lab.scene?.dock === 'right' ? 0 : peekingRight(r);
+    root.style.setProperty('--labs-min-width', cover ? `${Math.round(cover - r.left + 8)}px` : '0px');
+  }
+
+  function frameScene(p, { fly = false } = {}) {
+    const spec = p.lab.scene;
+    if (!spec || p.panel.hidden) return;
+    const stage = getStage();
+    if (!stage) {
+      if (fly && spec.view !== undefined) ui?.actions?.view?.(spec.view);
+      // The stage starts after the labs on a slow machine: try again shortly (no WebGL at
+      // all: give up after a while).
+      clearTimeout(retry);
+      if (typeof ui?.getStage === 'function' && tries < 120) {
+        tries += 1;
+        retry = setTimeout(() => frameScene(p), 500);
+      }
+      return;
+    }
+    tries = 0;
+    const area = safeAreaFor(p.panel.getBoundingClientRect(), spec);
+    // Setting the safe area re-frames the view at once, which would cut a camera flight
+    // short: only when the free area really moved.
+    const same = framed && framed.p === p && framed.stage === stage && ['left', 'right', 'top', 'bottom'].every((k) => Math.abs(framed.area[k] - area[k]) < 2);
+    try {
+      if (!same) stage.setSafeArea?.(area);
+      framed = { p, stage, area };
+      store?.set?.('labFocus', spec.part);
+      if (fly && spec.view !== undefined) ui?.actions?.view?.(spec.view);
+    } catch (err) {
+      console.warn(`framing lab ${p.lab.id} failed`, err);
+    }
+  }
+
+  function unframe() {
+    clearTimeout(retry);
+    if (!framed) return;
+    try {
+      framed.stage.setSafeArea?.(null); // back to the HUD's own safe area
+    } catch (err) {
+      console.warn('restoring the safe area failed', err);
+    }
+    framed = null;
+    store?.set?.('labFocus', null);
+  }
+
+  /** The window, the panel or the HUD changed size: re-measure, at most once a frame. */
+  function relayout() {
+    if (queued) return;
+    queued = requestAnimationFrame(() => {
+      queued = 0;
+      const p = panels.find((x) => x.lab.id === openId);
+      if (!p) return;
+      placePanel(p);
+      if (p.lab.scene) frameScene(p);
+    });
+  }
+  const watcher = typeof ResizeObserver === 'function' ? new ResizeObserver(relayout) : null;
+  window.addEventListener('resize', relayout);
+  store?.on?.('change:projector', relayout);
+  store?.on?.('change:tour', relayout);
+
   function closeOne(p) {
     if (p.panel.hidden) return;
     p.panel.hidden = true;
+    watcher?.unobserve(p.panel);
     try {
       p.lab.onClose?.();
     } catch (err) {
@@ -69,6 +161,7 @@ export function mountLabs({ store, ui } = {}) {
 
   function closeAll() {
     for (const p of panels) closeOne(p);
+    unframe();
     openId = null;
     root.classList.remove('has-open');
   }
@@ -87,7 +180,11 @@ export function mountLabs({ store, ui } = {}) {
       p.mounted = true;
       p.lab.mount(p.body, { setTitle: (t) => (p.title.textContent = t) });
     }
+    placePanel(p);
+    // Frame before the lab's own opening moves, so the flight to its view ends in the free area.
+    frameScene(p, { fly: true });
     p.lab.onOpen?.();
+    watcher?.observe(p.panel);
     p.panel.focus?.({ preventScroll: true });
   }
 
@@ -97,6 +194,8 @@ export function mountLabs({ store, ui } = {}) {
     open: () => openId,
     memoryCase: () => (store?.state.memoryCase ? JSON.parse(JSON.stringify(store.state.memoryCase)) : null),
     placement: () => store?.state.placement ?? null,
+    // The safe area the open lab gave the stage (CSS px at each edge), or null.
+    safeArea: () => (framed ? { ...framed.area, part: framed.p.lab.scene.part } : null),
     ...Object.fromEntries(panels.map((p) => [p.lab.id, () => p.lab.info?.() ?? null])),
   };
   for (const [name, get] of Object.entries(getters)) Object.defineProperty(hook, name, { get, enumerable: true });

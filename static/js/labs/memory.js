@@ -1,12 +1,15 @@
 // GPU memory calculator: model size x bytes per number = memory. The answer comes from
 // /api/labs/memory (the same Python as `trainingrun memory`), and the chosen case fills the
-// GPU memory walls in the 3D scene through store.state.memoryCase (cleared on close).
+// GPU memory walls in the 3D scene through store.state.memoryCase (cleared on close): first
+// the whole training state on one GPU (it towers over the wall), then, with "spread over N
+// GPUs", each GPU's share of it (the walls come back below the line).
 
 import { h, bytes, count, sig3 } from './dom.js';
 import * as api from './api.js';
 
-export function create({ store, ui }) {
+export function create({ store }) {
   const state = { params: '70B', precision: 'bf16', gpu: 'h100-80gb' };
+  let spread = false; // show each GPU's share over gpus_to_fit_training GPUs
   let result = null;
   let els = null;
   let seq = 0;
@@ -21,7 +24,7 @@ export function create({ store, ui }) {
       els.error.textContent = '';
       els.custom.removeAttribute('aria-invalid');
       render();
-      if (open) store?.set('memoryCase', r.memory_case);
+      showCase();
     } catch (err) {
       if (mine !== seq) return;
       els.error.textContent = `Check ${err.field ?? 'the input'}: ${err.message.replace(/^\w+: /, '')}`;
@@ -29,8 +32,30 @@ export function create({ store, ui }) {
     }
   }
 
-  function choice(group, value, label, onPick) {
-    return h('button', { type: 'button', class: 'chip', 'data-group': group, 'data-value': value, 'aria-pressed': 'false', text: label, onclick: () => onPick(value) });
+  const canSpread = () => Boolean(result && result.spread_case && result.gpus_to_fit_training > 1);
+  const sceneGpus = () => store?.state.hello?.topology?.gpus?.length ?? 0;
+
+  /** Put the case on show into the scene's memory walls (only while the panel is open). */
+  function showCase() {
+    if (!open || !result) return;
+    store?.set('memoryCase', spread && canSpread() ? result.spread_case : result.memory_case);
+  }
+
+  function toggleSpread() {
+    if (!canSpread()) return;
+    spread = !spread;
+    renderVerdict();
+    showCase();
+  }
+
+  function choice(group, value, label, onPick, title = null) {
+    return h('button', { type: 'button', class: 'chip', 'data-group': group, 'data-value': value, 'aria-pressed': 'false', title, text: label, onclick: () => onPick(value) });
+  }
+
+  /** "NVIDIA B200 (HGX, 180 GB)" -> "B200 180 GB": short enough for two rows of chips on a
+   * small projector (the full name is the chip's tooltip and is in the answer below). */
+  function shortGpu(label) {
+    return label.replace('NVIDIA ', '').replace(' SXM', '').replace(/\s*\((?:[^,)]*,\s*)?([^)]*)\)/, ' $1');
   }
 
   function pick(key, value) {
@@ -51,33 +76,40 @@ export function create({ store, ui }) {
       root: body,
       lede: h('p', { class: 'lab-lede' }),
       sizes: h('div', { class: 'chips', role: 'group', 'aria-label': 'Model size' }),
+      or: h('label', { class: 'custom', for: 'mem-params', text: 'or' }),
       custom: h('input', { type: 'text', class: 'lab-input', id: 'mem-params', value: state.params, 'aria-label': 'Custom model size, e.g. 30B', inputmode: 'decimal', size: '7' }),
       precisions: h('div', { class: 'chips', role: 'group', 'aria-label': 'Precision: bytes per number' }),
       gpus: h('div', { class: 'chips', role: 'group', 'aria-label': 'GPU' }),
       outs: h('div', { class: 'mem-outs' }),
       bar: h('div', { class: 'mem-bar', role: 'img' }),
       barKey: h('ul', { class: 'mem-key' }),
+      verdict: h('b', { class: 'mem-verdict-word' }),
       onegpu: h('p', { class: 'mem-onegpu' }),
+      spread: h('button', { type: 'button', class: 'lab-btn primary mem-spread', 'aria-pressed': 'false', onclick: toggleSpread }),
+      spreadNote: h('p', { class: 'mem-spread-note', 'aria-live': 'polite' }),
       rules: h('ul', { class: 'lab-rules' }),
       source: h('p', { class: 'lab-source' }),
       idea: h('p', { class: 'lab-idea' }),
       error: h('p', { class: 'lab-error', role: 'alert' }),
     };
+    els.sizes.append(els.or, els.custom); // the chips join them when the options arrive
     els.custom.addEventListener('change', () => pick('params', els.custom.value.trim()));
     els.custom.addEventListener('keydown', (ev) => {
       if (ev.key === 'Enter') pick('params', els.custom.value.trim());
     });
     body.append(
       els.lede,
-      h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: 'Model size (parameters)' }), h('div', { class: 'lab-row' }, els.sizes, h('label', { class: 'custom', for: 'mem-params', text: 'or' }), els.custom)),
-      h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: 'Precision: bytes per number' }), els.precisions),
+      h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: 'Model size (parameters)' }), els.sizes),
       h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: 'GPU' }), els.gpus),
       els.error,
+      // The verdict and "spread" come before the finer choices, so they are on screen
+      // without scrolling on a small projector; precision changes serving only.
+      h('div', { class: 'mem-verdict' }, h('div', { class: 'lab-row mem-verdict-head' }, els.verdict, els.spread), els.onegpu, els.spreadNote),
+      h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: 'Precision: bytes per number (weights and serving)' }), els.precisions),
       els.outs,
       h('h3', { text: 'Training memory, byte by byte' }),
       els.bar,
       els.barKey,
-      els.onegpu,
       h('h3', { text: 'Rules of thumb used here' }),
       els.rules,
       els.source,
@@ -89,9 +121,9 @@ export function create({ store, ui }) {
       els.idea.textContent = c.memory.big_idea;
     }).catch(() => {});
     api.options().then((o) => {
-      els.sizes.replaceChildren(...Object.keys(o.models).map((m) => choice('params', m, m, (v) => pick('params', v))));
+      els.sizes.replaceChildren(...Object.keys(o.models).map((m) => choice('params', m, m, (v) => pick('params', v))), els.or, els.custom);
       els.precisions.replaceChildren(...o.precisions.map((p) => choice('precision', p.id, p.label, (v) => pick('precision', v))));
-      els.gpus.replaceChildren(...o.gpus.map((g) => choice('gpu', g.id, g.label.replace('NVIDIA ', ''), (v) => pick('gpu', v))));
+      els.gpus.replaceChildren(...o.gpus.map((g) => choice('gpu', g.id, shortGpu(g.label), (v) => pick('gpu', v), g.label)));
       els.rules.replaceChildren(...o.rules.map((r) => h('li', { text: r })));
       syncChips();
     }).catch((err) => (els.error.textContent = `Could not load the options (${err.message}).`));
@@ -122,11 +154,35 @@ export function create({ store, ui }) {
       h('li', { class: 'muted', text: `With fp32 gradients the weight and its gradient take 6 B, so 18 B in all: ${bytes(r.training_bytes_fp32_grads)}.` }),
     );
     const frac = r.one_gpu_fraction;
+    els.verdict.className = `mem-verdict-word ${r.fits_one_gpu ? 'fits' : 'nofit'}`;
+    els.verdict.textContent = r.fits_one_gpu ? 'Fits on one GPU.' : "Doesn't fit on one GPU.";
     els.onegpu.replaceChildren(
-      h('b', { class: r.fits_one_gpu ? 'fits' : 'nofit', text: r.fits_one_gpu ? 'Fits on one GPU. ' : "Doesn't fit on one GPU. " }),
-      `Training it on a single ${r.gpu_label.replace('NVIDIA ', '')} would need ${frac >= 1.5 ? `${sig3(frac)} times` : `${sig3(frac * 100)}% of`} its ${usable} usable memory (${Math.round(r.usable_fraction * 100)}% of ${bytes(r.gpu_memory_bytes)}). The GPU memory walls in the scene show this case while the panel is open.`,
+      `Training it on a single ${r.gpu_label.replace('NVIDIA ', '')} would need ${frac >= 1.5 ? `${sig3(frac)} times` : `${sig3(frac * 100)}% of`} its ${usable} usable memory (${Math.round(r.usable_fraction * 100)}% of ${bytes(r.gpu_memory_bytes)}).`,
     );
     els.source.textContent = `GPU figures: ${r.source}. Decimal units: 1 GB = 10⁹ bytes.`;
+    renderVerdict();
+  }
+
+  /** The spread button and what the walls in the scene show now. */
+  function renderVerdict() {
+    const r = result;
+    if (!r || !els) return;
+    const n = r.gpus_to_fit_training;
+    const on = spread && canSpread();
+    els.spread.disabled = !canSpread();
+    els.spread.setAttribute('aria-pressed', String(on));
+    els.spread.textContent = canSpread() ? `Spread over ${n} GPUs` : 'One GPU holds it all';
+    const usable = bytes(r.usable_bytes_per_gpu);
+    if (on) {
+      const share = r.spread_case.fraction;
+      const have = sceneGpus();
+      const fewer = have > 0 && have < n ? ` This scene has ${have} GPUs, so its ${have} walls each show one share; picture ${n - have} more like them.` : have > n ? ` Here ${n} of the scene's ${have} GPUs hold a share; the others are free.` : '';
+      els.spreadNote.textContent = `Each of the ${n} GPUs holds 1/${n} of the training state: ${bytes(r.training_bytes / n)} of its ${usable} usable (${Math.round(share * 100)}%): it fits.${fewer} Press again for one GPU.`;
+    } else if (!r.fits_one_gpu) {
+      els.spreadNote.textContent = `The walls in the scene show it on one GPU: the hatched tower is what does not fit, drawn on a log scale (a bright tick at every ×10). Sharing it out over ${n} GPUs, each holding 1/${n}, is the least that fits.`;
+    } else {
+      els.spreadNote.textContent = 'The walls in the scene show it on one GPU while this panel is open.';
+    }
   }
 
   return {
@@ -135,18 +191,20 @@ export function create({ store, ui }) {
     label: 'memory',
     kicker: 'Try it · concept lab',
     title: 'How many GPUs does a model need?',
+    // The memory walls stand on the GPU servers; their towers grow up, so keep room above.
+    scene: { part: 'gpus', view: 2, headroom: 0.25, aspect: 1.8 },
     mount,
     onOpen() {
       open = true;
-      ui?.actions?.view?.(2); // the GPU servers, where the memory walls are
-      if (result) store?.set('memoryCase', result.memory_case);
+      renderVerdict();
+      showCase();
     },
     onClose() {
       open = false;
       store?.set('memoryCase', null);
     },
     info() {
-      return result ? { ...state, result: JSON.parse(JSON.stringify(result)) } : { ...state, result: null };
+      return { ...state, spread: spread && canSpread(), result: result ? JSON.parse(JSON.stringify(result)) : null };
     },
   };
 }

@@ -76,35 +76,47 @@ export function create() {
       svg: s('svg', { class: 'ring-svg', viewBox: '-250 -250 500 500', role: 'img', 'aria-label': 'GPUs in a ring' }),
       table: h('table', { class: 'ring-table' }),
       links: h('p', { class: 'ring-links' }),
-      chart: s('svg', { class: 'ring-chart', viewBox: '0 0 560 200', role: 'img', 'aria-label': 'Busiest link load, ring against everyone-to-one, for 2 to 16 GPUs' }),
+      chartTitle: h('p', { class: 'ring-chart-title' }),
+      chartLegend: h(
+        'ul',
+        { class: 'ring-chart-legend' },
+        h('li', { class: 'ar' }, h('i', { class: 'key', 'aria-hidden': 'true' }), 'ring: every GPU sends to its neighbour'),
+        h('li', { class: 'naive' }, h('i', { class: 'key', 'aria-hidden': 'true' }), 'all to one GPU'),
+      ),
+      chart: s('svg', { class: 'ring-chart', role: 'img', 'aria-label': 'Busiest link load, ring against everyone-to-one, for 2 to 16 GPUs' }),
       why: h('p', { class: 'lab-note' }),
       idea: h('p', { class: 'lab-idea' }),
       error: h('p', { class: 'lab-error', role: 'alert' }),
     };
     body.append(
       els.lede,
-      h(
-        'div',
-        { class: 'lab-row ring-controls' },
-        h('span', { class: 'lab-label', text: 'GPUs' }),
-        els.gminus,
-        els.gcount,
-        els.gplus,
-        els.reseed,
-        h('span', { class: 'spacer' }),
-        els.back,
-        els.counter,
-        els.next,
-      ),
+      h('div', { class: 'lab-row ring-controls' }, h('span', { class: 'lab-label', text: 'GPUs' }), els.gminus, els.gcount, els.gplus, els.reseed),
+      h('div', { class: 'lab-row ring-controls' }, els.back, els.counter, els.next),
       els.phase,
-      h('div', { class: 'ring-main' }, els.svg, h('div', { class: 'ring-table-wrap' }, els.table)),
+      (els.main = h('div', { class: 'ring-main' }, h('div', { class: 'ring-svg-box' }, els.svg), (els.tableWrap = h('div', { class: 'ring-table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Each GPU\'s numbers, chunk by chunk' }, els.table)))),
       els.links,
       h('h3', { text: 'Why a ring: the busiest link as the cluster grows' }),
+      els.chartTitle,
+      els.chartLegend,
       els.chart,
       els.why,
       els.idea,
       els.error,
     );
+    // Both drawings are laid out in screen pixels, so their words keep the panel's type size
+    // at any width: draw again when their width changes.
+    if (typeof ResizeObserver === 'function') {
+      let queued = 0;
+      const ro = new ResizeObserver(() => {
+        if (queued) return;
+        queued = requestAnimationFrame(() => {
+          queued = 0;
+          render();
+        });
+      });
+      ro.observe(els.svg);
+      ro.observe(els.chart);
+    }
     api.content().then((c) => {
       text = c.ring;
       setTitle(text.title);
@@ -144,50 +156,72 @@ export function create() {
     return [h('b', { text: `All-gather, pass ${k} of ${g - 1}. ` }), text?.all_gather ?? ''];
   }
 
+  /** The panel's type size in CSS px (the drawings use it so their words read as text). */
+  function typePx(el) {
+    return parseFloat(getComputedStyle(el).fontSize) || 16;
+  }
+
   function drawRing(cur) {
     const g = data.gpus;
-    const R = 175;
+    const S = els.svg.getBoundingClientRect().width;
+    if (S < 40) return; // not laid out yet (the panel is hidden)
+    const font = typePx(els.svg);
+    const small = Math.max(14, font * 0.875);
+    const tags = g <= 10;
+    const tagW = small * 3.6;
+    const tagH = small * 1.7;
+    const off = tagH * 0.5 + small * 1.2; // from the ring out to a tag's centre
+    const R = tags ? S / 2 - off - tagW / 2 - 2 : S / 2 - small * 2.2;
+    const nodeR = Math.max(small * 1.05, Math.min(font * 2.2, (Math.PI * R) / g - 4));
+    const longNames = g <= 10 && nodeR >= small * 1.9;
+    els.svg.setAttribute('viewBox', `${-S / 2} ${-S / 2} ${S} ${S}`);
+    els.svg.style.height = `${S}px`;
     const pos = (i) => {
       const a = -Math.PI / 2 + (2 * Math.PI * i) / g;
       return [R * Math.cos(a), R * Math.sin(a)];
     };
-    const nodeR = Math.max(16, Math.min(34, (Math.PI * R) / g - 6));
     const prev = pass > 0 ? valuesAt(pass - 1) : null;
     const parts = [
-      s('defs', {}, s('marker', { id: 'ring-arrow', viewBox: '0 0 10 10', refX: '8', refY: '5', markerWidth: '6', markerHeight: '6', orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow-head' }))),
+      s('defs', {}, s('marker', { id: 'ring-arrow', viewBox: '0 0 10 10', refX: '8', refY: '5', markerWidth: '5', markerHeight: '5', orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow-head' }))),
       s('circle', { r: R, class: 'ring-track' }),
     ];
     for (let i = 0; i < g; i++) {
       const [x1, y1] = pos(i);
-      const [x2, y2] = pos((i + 1) % g);
       const send = cur?.sends.find((x) => x.src === i);
-      // Arc from node edge to node edge, bowing outwards a little.
+      // Arc from node edge to node edge.
       const a1 = Math.atan2(y1, x1) + nodeR / R;
-      const a2 = Math.atan2(y2, x2) - nodeR / R;
+      const a2 = Math.atan2(y1, x1) + (2 * Math.PI) / g - nodeR / R;
       const p1 = [R * Math.cos(a1), R * Math.sin(a1)];
       const p2 = [R * Math.cos(a2), R * Math.sin(a2)];
       parts.push(s('path', { d: `M${p1[0]},${p1[1]} A${R},${R} 0 0 1 ${p2[0]},${p2[1]}`, class: send ? 'ring-link active' : 'ring-link', 'marker-end': send ? 'url(#ring-arrow)' : null }));
-      if (send && g <= 10) {
+      if (send && tags) {
         const mid = Math.atan2(y1, x1) + Math.PI / g;
-        const lx = (R + 34) * Math.cos(mid);
-        const ly = (R + 34) * Math.sin(mid);
+        const lx = (R + off) * Math.cos(mid);
+        const ly = (R + off) * Math.sin(mid);
         const v = prev[send.src][send.chunk];
-        parts.push(s('g', { class: 'ring-tag', transform: `translate(${lx},${ly})` }, s('rect', { x: -26, y: -14, width: 52, height: 28, rx: 8 }), s('text', { y: 6, text: `${LETTERS[send.chunk]} ${v}` })));
+        parts.push(
+          s('g', { class: 'ring-tag', transform: `translate(${lx.toFixed(1)},${ly.toFixed(1)})` },
+            s('rect', { x: -tagW / 2, y: -tagH / 2, width: tagW, height: tagH, rx: tagH / 3 }),
+            s('text', { y: small * 0.36, style: `font-size:${small}px`, text: `${LETTERS[send.chunk]} ${v}` }),
+          ),
+        );
       }
     }
+    const owned = cur && cur.phase === 'reduce_scatter' && cur.index === g - 1;
     for (let i = 0; i < g; i++) {
       const [x, y] = pos(i);
-      const owned = cur && cur.phase === 'reduce_scatter' && cur.index === g - 1;
+      const sub = owned && longNames;
       parts.push(
-        s('g', { class: 'ring-node', transform: `translate(${x},${y})` },
+        s('g', { class: 'ring-node', transform: `translate(${x.toFixed(1)},${y.toFixed(1)})` },
           s('circle', { r: nodeR }),
-          s('text', { y: g > 10 ? 5 : -2, class: 'ring-node-label', text: g > 10 ? String(i) : `GPU ${i}` }),
-          g <= 10 ? s('text', { y: 16, class: 'ring-node-sub', text: owned ? `owns ${LETTERS[data.owner_chunk[i]]}` : '' }) : null,
+          s('text', { y: sub ? -small * 0.15 : small * 0.36, class: 'ring-node-label', style: `font-size:${small}px`, text: longNames ? `GPU ${i}` : String(i) }),
+          sub ? s('text', { y: small * 1.0, class: 'ring-node-sub', style: `font-size:${small}px`, text: `owns ${LETTERS[data.owner_chunk[i]]}` }) : null,
         ),
       );
     }
-    parts.push(s('text', { class: 'ring-centre', y: -8, text: pass === 0 ? 'start' : cur.phase === 'reduce_scatter' ? 'reduce-scatter' : 'all-gather' }));
-    parts.push(s('text', { class: 'ring-centre small', y: 18, text: pass === 0 ? `${g} GPUs` : `pass ${pass} / ${total()}` }));
+    const big = Math.max(small, Math.min(font * 1.3, (R - nodeR) / 4.5));
+    parts.push(s('text', { class: 'ring-centre', y: -big * 0.25, style: `font-size:${big}px`, text: pass === 0 ? 'start' : cur.phase === 'reduce_scatter' ? 'reduce-scatter' : 'all-gather' }));
+    parts.push(s('text', { class: 'ring-centre small', y: big * 0.25 + small * 1.1, style: `font-size:${small}px`, text: pass === 0 ? `${g} GPUs` : `pass ${pass} / ${total()}` }));
     els.svg.replaceChildren(...parts);
   }
 
@@ -207,6 +241,8 @@ export function create() {
     const foot = h('tr', { class: 'totals' }, h('th', { scope: 'row', text: 'total' }), ...data.totals.map((t) => h('td', { text: String(t) })));
     els.table.replaceChildren(h('thead', {}, head), h('tbody', {}, ...rows), h('tfoot', {}, foot));
     els.table.classList.toggle('dense', g > 10);
+    // A table wider than half the panel goes under the ring, where it has the full width.
+    els.main.classList.toggle('stack', g > 6);
   }
 
   function drawLinks() {
@@ -225,28 +261,36 @@ export function create() {
 
   function drawChart() {
     const pts = data.scaling;
-    const W = 560, H = 200, L = 56, B = 30, T = 14, Rm = 110;
+    const W = els.chart.getBoundingClientRect().width;
+    const here = pts.find((p) => p.gpus === data.gpus);
+    els.chartTitle.textContent = `For ${bytes(data.scaling_buffer_bytes)} of gradients. At ${here.gpus} GPUs the busiest link carries ${bytes(here.ring_busiest_bytes)} with the ring, ${bytes(here.naive_busiest_bytes)} all to one.`;
+    if (W < 40) return; // not laid out yet (the panel is hidden)
+    // Laid out in screen pixels, so the axis words are the panel's smallest type, never less.
+    const small = Math.max(14, typePx(els.chart) * 0.875);
+    const H = Math.round(Math.max(small * 11, Math.min(W * 0.45, small * 17)));
+    const L = small * 4.2;
+    const B = small * 3.1;
+    const T = small * 0.8;
+    const Rm = small * 1.2;
+    els.chart.setAttribute('viewBox', `0 0 ${W} ${H}`);
+    els.chart.style.height = `${H}px`;
     const maxY = Math.max(...pts.map((p) => p.naive_busiest_bytes));
     const x = (g) => L + ((g - MIN) / (MAX - MIN)) * (W - L - Rm);
     const y = (b) => H - B - (b / maxY) * (H - B - T);
     const line = (key) => pts.map((p, i) => `${i ? 'L' : 'M'}${x(p.gpus).toFixed(1)},${y(p[key]).toFixed(1)}`).join(' ');
     const parts = [];
-    for (let gb = 0; gb <= maxY; gb += 5e9) {
+    const stepY = maxY > 12e9 ? 5e9 : maxY > 4e9 ? 2e9 : 1e9;
+    for (let gb = 0; gb <= maxY + 1; gb += stepY) {
       parts.push(s('line', { x1: L, x2: W - Rm, y1: y(gb), y2: y(gb), class: 'grid' }));
-      parts.push(s('text', { x: L - 8, y: y(gb) + 4, class: 'axis', 'text-anchor': 'end', text: `${gb / 1e9} GB` }));
+      parts.push(s('text', { x: L - small * 0.5, y: y(gb) + small * 0.35, class: 'axis', 'text-anchor': 'end', style: `font-size:${small}px`, text: `${gb / 1e9} GB` }));
     }
-    for (const g of [2, 4, 8, 12, 16]) parts.push(s('text', { x: x(g), y: H - 10, class: 'axis', 'text-anchor': 'middle', text: String(g) }));
-    parts.push(s('text', { x: W - Rm + 22, y: H - 10, class: 'axis', text: 'GPUs' }));
-    const here = pts.find((p) => p.gpus === data.gpus);
+    for (const g of [2, 4, 8, 12, 16]) parts.push(s('text', { x: x(g), y: H - B + small * 1.35, class: 'axis', 'text-anchor': 'middle', style: `font-size:${small}px`, text: String(g) }));
+    parts.push(s('text', { x: (L + W - Rm) / 2, y: H - small * 0.35, class: 'axis', 'text-anchor': 'middle', style: `font-size:${small}px`, text: 'GPUs in the ring' }));
     parts.push(s('line', { x1: x(data.gpus), x2: x(data.gpus), y1: T, y2: H - B, class: 'marker' }));
     parts.push(s('path', { d: line('naive_busiest_bytes'), class: 'naive' }));
     parts.push(s('path', { d: line('ring_busiest_bytes'), class: 'ar' }));
-    const last = pts[pts.length - 1];
-    parts.push(s('text', { x: x(MAX) + 8, y: y(last.naive_busiest_bytes) + 4, class: 'lbl naive', text: 'all to one' }));
-    parts.push(s('text', { x: x(MAX) + 8, y: y(last.ring_busiest_bytes) + 4, class: 'lbl ar', text: 'ring' }));
     parts.push(s('circle', { cx: x(here.gpus), cy: y(here.naive_busiest_bytes), r: 5, class: 'dot naive' }));
     parts.push(s('circle', { cx: x(here.gpus), cy: y(here.ring_busiest_bytes), r: 5, class: 'dot ar' }));
-    parts.push(s('text', { x: L, y: T - 2, class: 'axis', text: `for ${bytes(data.scaling_buffer_bytes)} of gradients · at ${here.gpus} GPUs: ring ${bytes(here.ring_busiest_bytes)}, all-to-one ${bytes(here.naive_busiest_bytes)}` }));
     els.chart.replaceChildren(...parts);
   }
 

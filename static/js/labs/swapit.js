@@ -5,7 +5,7 @@
 import { h } from './dom.js';
 import * as api from './api.js';
 
-export function create({ store, ui }) {
+export function create({ store }) {
   let els = null;
   let cards = [];
 
@@ -76,9 +76,10 @@ export function create({ store, ui }) {
     label: 'swap it',
     kicker: 'Swap it',
     title: 'Other ways to share the job',
+    // The model slabs sit on the GPU servers: frame them clear of the panel.
+    scene: { part: 'gpus', view: 2, aspect: 1.8 },
     mount,
     onOpen() {
-      ui?.actions?.view?.(2); // the GPU servers, where the model slabs are drawn
       store?.set('placementPreview', true); // show the model copies even for data parallel
       sync();
     },

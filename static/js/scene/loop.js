@@ -9,7 +9,9 @@
 //   ...       the timeline's sample: phase, phaseT, stepT, active, lane(g) -> GPU g's event
 //             now, block, ... (see timeline.js; phase is null when nothing plays)
 //   time      wall seconds;  signal, reduced, exploded, palette, layout: the stage's look
-//   debug     counters the parts fill in for observers (activeGpus, pulses, ...)
+//   slow      true while a step plays in slow motion (blockIndex / blockCount say where)
+//   failure   null, or where a staged GPU failure is (see failure.js)
+//   debug     counters the parts fill in for observers (activeGpus, pulses, slices, ...)
 // Observers: onUpdate(fn) gets that frame after the parts have updated from it (read it, do
 // not change it); onFrame(fn) gets {frames, drawCalls} after each drawn frame.
 
@@ -29,17 +31,19 @@ function subscribe(fns, fn) {
 }
 
 /**
- * createLoop({renderer, scene, camera, store, look, playback, animateCamera, parts})
+ * createLoop({renderer, scene, camera, store, look, playback, staging, animateCamera, parts})
  *   playback.at(now, signal) -> {step, phase, phaseT, stepT, active, ...}
+ *   staging.at(now) -> the staged failure now, or null (failure.js)
  *   animateCamera(now, dt) -> true while the camera moves
  *   parts() -> the built parts, each with update(frame, dt) -> true while it still animates
  */
-export function createLoop({ renderer, scene, camera, store, look, playback, animateCamera, parts }) {
+export function createLoop({ renderer, scene, camera, store, look, playback, staging, animateCamera, parts }) {
   let dirty = true;
   let frames = 0;
   let lastT = performance.now();
   let partsBusy = false;
   let lastPhase = null;
+  let lastFailure = null;
   let running = false;
   const updateFns = new Set();
   const frameFns = new Set();
@@ -54,20 +58,36 @@ export function createLoop({ renderer, scene, camera, store, look, playback, ani
     // The timeline's answer goes into the frame as it is: the step and where its animation
     // is, in whatever terms the timeline gives (see playback.js).
     const play = playback.at(now, look.signal);
+    const failure = staging ? staging.at(now) : null;
     const frame = {
       run: store.state,
       ...play,
       time: now / 1000,
-      signal: look.signal,
+      // Slow motion was asked for: it plays even with the signal off.
+      signal: look.signal || Boolean(play.slow),
       reduced: look.reduced,
       exploded: look.exploded,
       palette: look.palette,
       layout: look.layout,
-      debug: { activeGpus: 0, pulses: 0, waiting: 0, failed: 0, ringLit: false },
+      failure,
+      debug: {
+        activeGpus: 0,
+        pulses: 0,
+        waiting: 0,
+        stalled: 0,
+        failed: 0,
+        ringLit: false,
+        slices: 0,
+        slicesMoving: 0,
+        dataWaiting: 0,
+        reloading: 0,
+      },
     };
     // Parts are only asked to update while something may have changed; idle frames cost
     // nothing (no matrix uploads, no render).
-    const updating = play.active || dirty || partsBusy || play.phase !== lastPhase;
+    const staged = failure !== null || failure !== lastFailure;
+    lastFailure = failure;
+    const updating = play.active || dirty || partsBusy || staged || play.phase !== lastPhase;
     if (updating) {
       partsBusy = false;
       for (const p of parts()) if (p.update(frame, dt)) partsBusy = true;
@@ -77,7 +97,7 @@ export function createLoop({ renderer, scene, camera, store, look, playback, ani
       notify(updateFns, frame, 'onUpdate');
     }
     lastPhase = play.phase;
-    if (play.active) animating = true;
+    if (play.active || failure) animating = true;
 
     if (!animating && !dirty) return;
     dirty = false;

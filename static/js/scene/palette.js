@@ -10,7 +10,9 @@ const MEANING_FALLBACK = {
   backward: { default: '#CC79A7', projector: '#FF5FC8' },
   allreduce: { default: '#56B4E9', projector: '#3FC8FF' },
   waiting: { default: '#8A94A6', projector: '#9AA3B2' },
-  failure: { default: '#D55E00', projector: '#FF3B1F' },
+  // Crimson, not vermilion: vermilion sits too close to the forward pass's amber, also for
+  // red-green colour-blind viewers. The X and the cross-hatching carry the meaning as well.
+  failure: { default: '#D7263D', projector: '#FF1F3D' },
   saved: { default: '#009E73', projector: '#00C98F' },
   data: { default: '#DCE4F0', projector: '#FFFFFF' },
 };
@@ -48,9 +50,11 @@ const STRUCTURE = {
     background: '#000000',
     floor: '#05080f',
     grid: '#121a2c',
-    chassis: '#46587c',
-    gpu: '#5d7199',
-    gpuIdle: '#6b80a8',
+    // On a washed-out projector the racks must read as objects, not as shadows on black:
+    // the GPU packages and their dies are much lighter than in the default theme.
+    chassis: '#5a6e96',
+    gpu: '#8a9cc4',
+    gpuIdle: '#b4c2e0',
     wallFrame: '#9fb0d0',
     switch: '#55688f',
     switchLit: '#b8c8e8',

@@ -28,6 +28,30 @@ export function createPicker(canvas, camera) {
     });
   }
 
+  /** The CSS px box (page coordinates) that a world box {min, max} covers on screen, from
+   * its eight corners; null when it is wholly behind the camera. */
+  function rect(b) {
+    const w = canvas.clientWidth;
+    const h = canvas.clientHeight;
+    const r = canvas.getBoundingClientRect();
+    camera.updateMatrixWorld();
+    let left = Infinity;
+    let top = Infinity;
+    let right = -Infinity;
+    let bottom = -Infinity;
+    for (let k = 0; k < 8; k++) {
+      v.set(k & 1 ? b.max[0] : b.min[0], k & 2 ? b.max[1] : b.min[1], k & 4 ? b.max[2] : b.min[2]).project(camera);
+      if (v.z >= 1) continue;
+      const x = r.left + ((v.x + 1) / 2) * w;
+      const y = r.top + ((1 - v.y) / 2) * h;
+      left = Math.min(left, x);
+      right = Math.max(right, x);
+      top = Math.min(top, y);
+      bottom = Math.max(bottom, y);
+    }
+    return Number.isFinite(left) ? { left, top, right, bottom } : null;
+  }
+
   /** The part id of the nearest object under (clientX, clientY) among `objects`, or null.
    * The placement overlay sits on the GPUs but is not a part of its own. */
   function pick(clientX, clientY, objects) {
@@ -42,5 +66,5 @@ export function createPicker(canvas, camera) {
     return null;
   }
 
-  return { anchors, pick };
+  return { anchors, pick, rect };
 }

@@ -25,12 +25,21 @@
 //       edge; views centre and fit in the rest. null = the built-in guess for app.css.
 //   + stage.ok: false when WebGL could not start (then every method is a harmless no-op and
 //       stage.error says why); the UI shows its no-WebGL notice.
+//   + stage.partRect(partId) -> {left, top, right, bottom} | null: the CSS px box (page
+//       coordinates, like anchors()) that the part's layout box covers on screen now, e.g. so
+//       labels can keep off the GPU racks
+//   + stage.slowCaption() -> {kind, caption, index, count, step, waiting, shown}: what the
+//       slow-motion caption says. Slow motion itself follows store.state.slowMotion (set it
+//       to true to play a step block by block; the stage sets it back to false when done).
+//   + A GPU failure (store events gpu_failed, restored, gpu_replaced) is staged over a few
+//       seconds (failure.js); meanwhile the step animation stands still.
 //
 // It renders only when something changed or is animating, so an idle projector laptop stays
 // cool: `info().frames` stops increasing when nothing moves.
 
 import * as THREE from 'three';
 import { canvasSize, createCameraRig } from './camera.js';
+import { createFailureStaging } from './failure.js';
 import { createHighlight } from './highlight.js';
 import { layout } from './layout.js';
 import { createLoop } from './loop.js';
@@ -39,6 +48,7 @@ import { createPicker } from './picking.js';
 import { createPlayback } from './playback.js';
 import { createRenderer } from './renderer.js';
 import { createScenery } from './scenery.js';
+import { mountSlowCaption } from './slowcaption.js';
 
 const STAGE_METHODS = [
   'setView', 'rotate', 'zoom', 'reset', 'flyTo', 'framePart', 'setExploded', 'setSignal', 'setSpin',
@@ -53,6 +63,8 @@ function noopStage(error) {
     ok: false,
     error,
     anchors: () => [],
+    partRect: () => null,
+    slowCaption: () => null,
     pickPart: () => null,
     info: () => ({ drawCalls: 0, frames: 0, triangles: 0, view: 0, drawables: 0, programs: 0, playing: false }),
     views: () => [],
@@ -88,6 +100,7 @@ export function createStage(canvas, { spec, topology, store }) {
   const scenery = createScenery(scene, { spec, store, requestRender });
   const rig = createCameraRig({ canvas, spec, look, requestRender });
   const playback = createPlayback(store, requestRender);
+  const staging = createFailureStaging(store, { onStart: (ms) => playback.hold(ms), requestRender });
   const loop = createLoop({
     renderer,
     scene,
@@ -95,9 +108,12 @@ export function createStage(canvas, { spec, topology, store }) {
     store,
     look,
     playback,
+    staging,
     animateCamera: rig.advance,
     parts: scenery.parts,
   });
+  const caption = mountSlowCaption(store);
+  const offCaption = loop.onUpdate((frame) => caption.update(frame));
   const outline = createHighlight(scene);
   const picker = createPicker(canvas, rig.camera);
 
@@ -171,6 +187,8 @@ export function createStage(canvas, { spec, topology, store }) {
     highlight,
     setSafeArea: rig.setSafeArea,
     anchors: () => picker.anchors(spec, look.layout),
+    partRect: (id) => (look.layout?.parts?.[id] ? picker.rect(look.layout.parts[id]) : null),
+    slowCaption: () => caption.state(),
     pickPart: (x, y) => picker.pick(x, y, scenery.objects()),
     rebuild(newTopology) {
       if (newTopology) topo = newTopology;
@@ -194,6 +212,9 @@ export function createStage(canvas, { spec, topology, store }) {
     dispose() {
       loop.stop();
       for (const u of unsub) u();
+      offCaption();
+      caption.dispose();
+      staging.dispose();
       playback.dispose();
       scenery.dispose();
       ro.disconnect();

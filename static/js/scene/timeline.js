@@ -13,10 +13,18 @@
 // that the colours change about once a second and never flash (no more than three changes a
 // second for any one colour). A new step replaces the one playing once that one has been on
 // screen for the floor; until then only the newest waiting step is kept: never a backlog.
+//
+// Two things can take the clock over for a while, and steps arriving meanwhile wait (the
+// newest only): slow motion plays one step block by block, each block for several seconds
+// (steptext.js says how long), and a hold keeps the step animation still while a failure is
+// staged (failure.js), then the newest step carries on.
 
+import { stepText } from './steptext.js';
 import { TraceView } from './trace.js';
 
 const MIN_SHARE = 0.08;
+// The data block carries the batch being dealt out to every GPU: a little more room for it.
+const DATA_SHARE = 0.12;
 const LESSON_S = 2.0;
 const MIN_S = 0.9;
 const MAX_S = 2.6;
@@ -36,6 +44,10 @@ export class Timeline {
     this.pending = null; // {msg, speed}: the newest step waiting for the floor to pass
     this.groups = {}; // kind -> time-bar group, from hello
     this.transfers = new Set(); // kinds that move data between GPUs, from hello
+    this.slowWanted = false; // play the next step to begin in slow motion
+    this.slowActive = false; // the step playing now is in slow motion
+    this.slowEnded = false; // set when a slow step has played out; the reader clears it
+    this.holdUntil = 0; // wall ms until which the step animation stands still
   }
 
   /** The kinds table from `hello.trace_kinds`. */
@@ -53,12 +65,40 @@ export class Timeline {
 
   onStep(msg, now, speed) {
     this._arrival(now);
-    if (this.playing && (now - this.start) / 1000 < MIN_S) {
+    const busy = this.slowActive || now < this.holdUntil;
+    if (busy || (this.playing && !this.slowWanted && (now - this.start) / 1000 < MIN_S)) {
       this.pending = { msg, speed }; // the newest only: older waiting steps are dropped
       return;
     }
     this._begin(msg, now, speed);
   }
+
+  /** Slow motion on: play `msg` now (a paused run's current step) or, without one, the next
+   * step to arrive. Off: end a slow step at once; the newest waiting step carries on. */
+  slowMotion(on, now, msg = null) {
+    if (!on) {
+      this.slowWanted = false;
+      if (this.slowActive) {
+        this.slowActive = false;
+        this.shown = this.blocks.length;
+      }
+      return;
+    }
+    this.slowWanted = true;
+    if (msg) this._begin(msg, now, null);
+  }
+
+  /** Stand still for `ms` from `now`: the step being played is dropped (it belonged to the
+   * moment before; a slow-motion step only pauses), steps arriving meanwhile wait, the
+   * newest plays afterwards. */
+  hold(now, ms) {
+    const until = Math.max(this.holdUntil, now + ms);
+    // A step in slow motion pauses and carries on afterwards where it was.
+    if (this.slowActive) this.start += until - Math.max(now, this.holdUntil);
+    else if (this.msg && this.shown < this.blocks.length) this.shown = this.blocks.length;
+    this.holdUntil = until;
+  }
+
 
   _arrival(now) {
     if (this.lastArrival) {
@@ -73,6 +113,8 @@ export class Timeline {
     this.msg = msg;
     this.start = now;
     this.shown = -1;
+    this.slowActive = this.slowWanted;
+    this.slowWanted = false;
     this.duration = Math.min(MAX_S, Math.max(MIN_S, this.expected(speed) * 0.92));
     // A failure breaks the ring: the failed attempt's transfers are not shown.
     const failed = (msg.events || []).some((e) => e.kind === 'gpu_failed');
@@ -80,7 +122,14 @@ export class Timeline {
     const blocks = this.view.blocks.filter((b) => b.t1 > b.t0);
     const total = blocks.reduce((a, b) => a + (b.t1 - b.t0), 0) || 1;
     const floor = Math.min(MIN_SHARE, 0.5 / Math.max(1, blocks.length));
-    const raw = blocks.map((b) => Math.max(floor, (b.t1 - b.t0) / total));
+    let raw = blocks.map((b) =>
+      Math.max(b.primary === 'data' ? Math.max(floor, DATA_SHARE) : floor, (b.t1 - b.t0) / total),
+    );
+    if (this.slowActive) {
+      // Slow motion: every block dwells for its own few seconds, whatever its share.
+      raw = blocks.map((b) => stepText(b.primary).slowS);
+      this.duration = raw.reduce((a, b) => a + b, 0);
+    }
     const sum = raw.reduce((a, b) => a + b, 0) || 1;
     let w = 0;
     this.blocks = blocks.map((b, i) => {
@@ -96,7 +145,12 @@ export class Timeline {
    * block is never skipped, even when frames are slower than the block is short (a busy
    * laptop, software WebGL), because each call advances at most one block. */
   at(now) {
-    if (this.pending && (now - this.start) / 1000 >= MIN_S) {
+    if (now < this.holdUntil) return IDLE;
+    if (this.slowActive && this.shown >= this.blocks.length) {
+      this.slowActive = false;
+      this.slowEnded = true;
+    }
+    if (this.pending && !this.slowActive && (this.slowWanted || (now - this.start) / 1000 >= MIN_S)) {
       this._begin(this.pending.msg, now, this.pending.speed);
     }
     if (!this.msg || !this.duration || !this.blocks.length) return IDLE;
@@ -108,10 +162,24 @@ export class Timeline {
       idx = this.shown + 1;
       catchingUp = true;
     }
+    if (this.slowActive && idx > this.shown && idx < this.blocks.length) {
+      // Slow motion promises every block its full dwell on screen: a block first drawn late
+      // (a stalled browser) starts its dwell now rather than losing the time it missed.
+      const b = this.blocks[idx];
+      this.start = now - b.w0 * this.duration * 1000;
+      catchingUp = false;
+    }
     this.shown = Math.max(this.shown, idx);
-    if (idx >= this.blocks.length) return { ...IDLE, phaseT: 1 };
+    if (idx >= this.blocks.length) {
+      if (this.slowActive) {
+        this.slowActive = false;
+        this.slowEnded = true;
+      }
+      return { ...IDLE, phaseT: 1 };
+    }
     const b = this.blocks[idx];
-    const phaseT = catchingUp ? 0.5 : Math.min(1, Math.max(0, (stepT - b.w0) / Math.max(1e-9, b.w1 - b.w0)));
+    const t = (now - this.start) / 1000 / this.duration; // stepT, after any shift above
+    const phaseT = catchingUp ? 0.5 : Math.min(1, Math.max(0, (t - b.w0) / Math.max(1e-9, b.w1 - b.w0)));
     // Ask the lanes just inside the block, so its last instant still belongs to it.
     const simT = b.t0 + Math.min(phaseT, 0.9999) * (b.t1 - b.t0);
     const view = this.view;
@@ -119,11 +187,14 @@ export class Timeline {
     return {
       phase: b.primary,
       phaseT,
-      stepT: Math.min(1, Math.max(0, stepT)),
+      stepT: Math.min(1, Math.max(0, t)),
       simT,
       active: true,
       view,
       block: b,
+      blockIndex: idx,
+      blockCount: this.blocks.length,
+      slow: this.slowActive,
       lane(g) {
         if (!cache.has(g)) cache.set(g, view.eventAt(g, simT));
         return cache.get(g);
@@ -138,6 +209,8 @@ export class Timeline {
 
   clear() {
     this.pending = null;
+    if (this.slowActive) this.slowEnded = true;
+    this.slowActive = false;
     this.msg = null;
     this.view = null;
     this.duration = 0;

@@ -42,19 +42,29 @@ export function commit(mesh) {
   if (mesh.instanceColor) mesh.instanceColor.needsUpdate = true;
 }
 
-/** Diagonal hatching on a transparent background: "waiting" and "doesn't fit" use it. */
-export function hatchTexture(colour = '#ffffff', spacing = 16, width = 5) {
+/** Diagonal hatching on a transparent background: "waiting" and "doesn't fit" use it.
+ * `ground` fills behind the stripes (e.g. a dark veil, so light stripes read on a light
+ * surface); `cross` adds the other diagonal (a failed GPU's pattern). */
+export function hatchTexture(colour = '#ffffff', spacing = 16, width = 5, { ground = null, cross = false } = {}) {
   const size = 64;
   const cv = document.createElement('canvas');
   cv.width = cv.height = size;
   const g = cv.getContext('2d');
   g.clearRect(0, 0, size, size);
+  if (ground) {
+    g.fillStyle = ground;
+    g.fillRect(0, 0, size, size);
+  }
   g.strokeStyle = colour;
   g.lineWidth = width;
   for (let k = -size; k <= size * 2; k += spacing) {
     g.beginPath();
     g.moveTo(k, 0);
     g.lineTo(k - size, size);
+    if (cross) {
+      g.moveTo(k - size, 0);
+      g.lineTo(k, size);
+    }
     g.stroke();
   }
   const tex = new THREE.CanvasTexture(cv);
@@ -124,6 +134,80 @@ export function disposeTree(root) {
     }
   });
   root.removeFromParent();
+}
+
+const _a = new THREE.Vector3();
+const _b = new THREE.Vector3();
+const _up = new THREE.Vector3(0, 1, 0);
+const _dq = new THREE.Quaternion();
+const _d = new THREE.Vector3();
+
+/** Stretch a unit-tall instanced box (or cylinder) from point a to point b. */
+export function placeSegment(mesh, i, a, b, thickness) {
+  _a.set(a[0], a[1], a[2]);
+  _b.set(b[0], b[1], b[2]);
+  _d.subVectors(_b, _a);
+  const len = _d.length() || 1e-6;
+  _dq.setFromUnitVectors(_up, _d.divideScalar(len));
+  place(mesh, i, (a[0] + b[0]) / 2, (a[1] + b[1]) / 2, (a[2] + b[2]) / 2, thickness, len, thickness, _dq);
+}
+
+/** Orientation that turns +y towards the direction (dx, dy, dz): for arrowheads. */
+export function aimY(dx, dy, dz, out = new THREE.Quaternion()) {
+  _d.set(dx, dy, dz);
+  const len = _d.length();
+  if (len < 1e-9) return out.identity();
+  return out.setFromUnitVectors(_up, _d.divideScalar(len));
+}
+
+/** A polyline's total length and the point at distance d along it (clamped to its ends). */
+export function polyLength(points) {
+  let len = 0;
+  for (let i = 1; i < points.length; i++) {
+    const a = points[i - 1];
+    const b = points[i];
+    len += Math.hypot(b[0] - a[0], b[1] - a[1], b[2] - a[2]);
+  }
+  return len;
+}
+
+export function pointAlong(points, d, out) {
+  let left = Math.max(0, d);
+  for (let i = 1; i < points.length; i++) {
+    const a = points[i - 1];
+    const b = points[i];
+    const seg = Math.hypot(b[0] - a[0], b[1] - a[1], b[2] - a[2]);
+    if (left <= seg || i === points.length - 1) {
+      const t = seg > 0 ? Math.min(1, left / seg) : 1;
+      out[0] = a[0] + (b[0] - a[0]) * t;
+      out[1] = a[1] + (b[1] - a[1]) * t;
+      out[2] = a[2] + (b[2] - a[2]) * t;
+      return out;
+    }
+    left -= seg;
+  }
+  if (points.length) {
+    const p = points[points.length - 1];
+    out[0] = p[0];
+    out[1] = p[1];
+    out[2] = p[2];
+  }
+  return out;
+}
+
+/** Points along a cubic Bezier from p0 to p3 with control points c1, c2 (n + 1 points). */
+export function bezierPoints(p0, c1, c2, p3, n = 12) {
+  const pts = [];
+  for (let k = 0; k <= n; k++) {
+    const t = k / n;
+    const u = 1 - t;
+    const w0 = u * u * u;
+    const w1 = 3 * u * u * t;
+    const w2 = 3 * u * t * t;
+    const w3 = t * t * t;
+    pts.push([0, 1, 2].map((j) => w0 * p0[j] + w1 * c1[j] + w2 * c2[j] + w3 * p3[j]));
+  }
+  return pts;
 }
 
 export function tag(obj, part) {

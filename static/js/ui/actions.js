@@ -5,6 +5,10 @@
 const ROTATE_STEP = Math.PI / 18; // 10 degrees per arrow press
 const ZOOM_STEP = 1.15;
 
+// Said wherever a control needs the presenter's rights and this page does not have them.
+export const NEEDS_PRESENTER =
+  'Only the presenter can start a new run: open the page with the presenter’s link (it carries the token)';
+
 export function createActions({ store, getStage, send, overlays, getTour, getLabs, panels }) {
   const camera = { azimuth: 0, polar: 0, zoom: 1, moves: 0 };
 
@@ -122,12 +126,79 @@ export function createActions({ store, getStage, send, overlays, getTour, getLab
       const gpu = live[Math.floor(Math.random() * live.length)];
       control('fail_gpu', { gpu });
     },
+    /** Slow motion on or off: the next step (the current one, if the run is paused) plays
+     * block by block, each block named in a caption; the stage turns it off when done. */
+    slowStep() {
+      if (!store.state.slowMotion && !stage()) {
+        overlays.toast('Slow motion needs the 3D scene, which this browser cannot draw', 'info', 3500);
+        return;
+      }
+      store.set('slowMotion', !store.state.slowMotion);
+    },
     escape() {
+      if (store.state.slowMotion) store.set('slowMotion', false);
       const tour = getTour();
       if (store.state.tour.active) tour?.stop();
       panels.help.close();
       panels.card.close();
+      panels.newRun?.close();
+      panels.howBig?.close();
+      panels.menu?.close();
       getLabs()?.closeAll?.();
+    },
+    // ---- the lesson: start over, hold or auto-advance the tour, the longer story ----
+    canControl() {
+      return store.state.hello?.can_control !== false;
+    },
+    /** A fresh run on the same cluster at step 0, lesson pace, the tour at its first stop. */
+    startLesson() {
+      if (!actions.canControl()) {
+        overlays.toast(NEEDS_PRESENTER, 'info', 5000);
+        return false;
+      }
+      if (!control('reset')) return false;
+      actions.beginLesson();
+      return true;
+    },
+    /** Lesson pace, running, every panel closed and the tour from stop 1 (the run is the
+     * caller's business: a fresh one from startLesson or from the new-run panel). */
+    beginLesson() {
+      control('speed', { value: 'lesson' });
+      if (store.state.status?.state === 'paused') control('resume');
+      actions.escape();
+      getTour()?.start(0);
+    },
+    /** Start a new run; `choice` may name seed, preset, gpus and servers (the rest stays). */
+    newRun(choice = {}) {
+      if (!actions.canControl()) {
+        overlays.toast(NEEDS_PRESENTER, 'info', 5000);
+        return false;
+      }
+      return control('reset', choice);
+    },
+    toggleNewRun() {
+      panels.newRun?.toggle();
+    },
+    toggleHowBig() {
+      panels.howBig?.toggle();
+    },
+    toggleTourAuto() {
+      getTour()?.setAuto(!store.state.tourAuto);
+    },
+    toggleTourMore() {
+      const tour = getTour();
+      if (!tour) return;
+      if (!store.state.tour.active) {
+        overlays.toast('“More” belongs to a tour stop: start the tour (T) first', 'info', 3500);
+        return;
+      }
+      tour.setMore(!store.state.tourMore);
+    },
+    /** Enter's job: the next stop, while the tour is on. False when there is no tour to move. */
+    tourAdvance() {
+      if (!store.state.tour.active) return false;
+      getTour()?.next();
+      return true;
     },
   };
   return actions;

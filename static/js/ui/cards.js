@@ -1,5 +1,6 @@
-// Part cards: the name and one-line description from the scene data, plus the live numbers
-// that part is responsible for, refreshed on every step while the card is open.
+// Part cards: the name and one-line description from the scene data, what the part is and
+// why training a model needs it (also scene data), then the live numbers that part is
+// responsible for, refreshed on every step while the card is open.
 
 import { el, fmtBytes, fmtInt, fmtLoss } from './format.js';
 import { lastProbe, liveValues } from './live.js';
@@ -77,6 +78,9 @@ export function mountCards(store) {
   const num = document.getElementById('card-number');
   const title = document.getElementById('card-title');
   const desc = document.getElementById('card-desc');
+  const whyBox = document.getElementById('card-why');
+  const whatText = document.getElementById('card-what-text');
+  const whyText = document.getElementById('card-why-text');
   const facts = document.getElementById('card-facts');
   document.getElementById('card-close').addEventListener('click', () => close());
 
@@ -98,6 +102,11 @@ export function mountCards(store) {
     num.textContent = String(part.number);
     title.textContent = part.name;
     desc.textContent = part.description ?? '';
+    whatText.textContent = part.what ?? '';
+    whyText.textContent = part.why ?? '';
+    whatText.previousElementSibling.hidden = !part.what;
+    whyText.previousElementSibling.hidden = !part.why;
+    whyBox.hidden = !part.what && !part.why;
     const rows = liveFacts(kindOf(part), store);
     // Static facts from the scene data come after the live ones.
     for (const f of part.facts ?? part.card?.facts ?? []) {

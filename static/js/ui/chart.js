@@ -1,11 +1,57 @@
 // The loss chart: a 2D canvas of the real loss history, crisp on HiDPI screens. A rollback
 // after a failure leaves the abandoned steps as a faded dead branch, with a red marker
-// "rolled back to step N" where the run picked up again.
+// "rolled back to step N" where the run picked up again, and the abandoned range shaded and
+// hatched as lost work ("5 steps lost"), which reads even when the loss is flat and the dead
+// branch hides under the live line. The bands drawn are written to the canvas's
+// data-lost-bands (JSON) for tests and tools.
 
 const COLORS = {
-  default: { line: '#e8eef8', dead: 'rgba(232,238,248,0.22)', grid: 'rgba(160,180,210,0.16)', text: '#9fb0c8', fail: '#ff5a3c' },
-  projector: { line: '#ffffff', dead: 'rgba(255,255,255,0.3)', grid: 'rgba(255,255,255,0.25)', text: '#ffffff', fail: '#ff6b3d' },
+  default: {
+    line: '#e8eef8', dead: 'rgba(232,238,248,0.22)', grid: 'rgba(160,180,210,0.16)', text: '#9fb0c8',
+    fail: '#ff5c72', band: 'rgba(215,38,61,0.16)', hatch: 'rgba(255,92,114,0.38)',
+  },
+  projector: {
+    line: '#ffffff', dead: 'rgba(255,255,255,0.3)', grid: 'rgba(255,255,255,0.25)', text: '#ffffff',
+    fail: '#ff4d66', band: 'rgba(255,31,61,0.22)', hatch: 'rgba(255,77,102,0.55)',
+  },
 };
+
+/** The abandoned ranges of steps to shade: [{fromStep, toStep, lost}], `fromStep` being the
+ * step the run went back to and `toStep` the step it had reached (the failed one). Each
+ * rollback's `restored` event says it (steps_lost counts the failed attempt too, so a failure
+ * one step after a checkpoint still shows "1 step lost"); a rollback seen only in the history
+ * (its event no longer kept) counts the abandoned steps the history shows. Exported for tests. */
+export function lostBands(history, events = [], pendingRestore = null) {
+  const bands = [];
+  const seen = new Set();
+  const add = (fromStep, toStep, lost) => {
+    const key = `${fromStep}|${toStep}`;
+    if (!(lost > 0) || seen.has(key)) return;
+    seen.add(key);
+    bands.push({ fromStep, toStep, lost });
+  };
+  for (const e of events ?? []) {
+    const d = e?.kind === 'restored' ? e.detail : null;
+    if (!d || (d.reason === 'resume' && !d.steps_lost)) continue;
+    if (!Number.isFinite(d.restored_step) || !Number.isFinite(d.steps_lost)) continue;
+    const failed = Number.isFinite(d.failed_step) ? d.failed_step : d.restored_step + d.steps_lost;
+    add(d.restored_step, failed, d.steps_lost);
+  }
+  const told = new Set(bands.map((b) => b.fromStep));
+  let reached = history.length ? history[0].step : 0; // highest step since the last rollback
+  for (let i = 1; i < history.length; i++) {
+    if (history[i].step <= history[i - 1].step) {
+      const to = history[i].step - 1;
+      if (!told.has(to)) add(to, reached, reached - to);
+      reached = history[i].step;
+    } else reached = Math.max(reached, history[i].step);
+  }
+  if (pendingRestore !== null && history.length && !told.has(pendingRestore)) {
+    const last = history[history.length - 1].step;
+    add(pendingRestore, last, last - pendingRestore);
+  }
+  return bands.sort((a, b) => a.fromStep - b.fromStep);
+}
 
 /** Split the history into the live timeline and dead branches, and find the rollbacks.
  * A point is dead when a later point (by seq) has the same or a lower step: the run went
@@ -119,7 +165,37 @@ export function mountChart(store, canvas) {
         ? lr.restoredStep
         : null;
     const { dead, rollbacks } = analyseHistory(hist, pending === null ? null : pending + 1);
-    // Dead branches first, so the live line is drawn on top of them.
+    // Lost work first, behind everything: a shaded, hatched band over the abandoned steps.
+    const bands = lostBands(hist, s.events, pending);
+    canvas.dataset.lostBands = JSON.stringify(bands);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(pad.l, pad.t, w, h);
+    ctx.clip();
+    for (const b of bands.slice(-3)) {
+      // Never thinner than a finger's width, however long the run has been going, and
+      // whole even at the chart's right edge.
+      const minW = 8 * thick;
+      const x1 = Math.min(pad.l + w, Math.max(x(b.fromStep) + minW, x(b.toStep)));
+      const x0 = Math.min(x(b.fromStep), x1 - minW);
+      ctx.fillStyle = theme.band;
+      ctx.fillRect(x0, pad.t, x1 - x0, h);
+      ctx.strokeStyle = theme.hatch;
+      ctx.lineWidth = 1.5 * thick;
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(x0, pad.t, x1 - x0, h);
+      ctx.clip();
+      ctx.beginPath();
+      for (let k = x0 - h; k < x1; k += 8 * thick) {
+        ctx.moveTo(k, pad.t + h);
+        ctx.lineTo(k + h, pad.t);
+      }
+      ctx.stroke();
+      ctx.restore();
+    }
+    ctx.restore();
+    // Dead branches next, so the live line is drawn on top of them.
     ctx.lineJoin = 'round';
     for (const wantDead of [true, false]) {
       ctx.strokeStyle = wantDead ? theme.dead : theme.line;
@@ -149,8 +225,9 @@ export function mountChart(store, canvas) {
     }
 
     // Rollback markers; a rollback with no step after it yet comes from the event itself.
-    const marks = rollbacks.map((r) => r.toStep);
-    if (pending !== null) marks.push(pending);
+    const marks = [...new Set([...rollbacks.map((r) => r.toStep), ...bands.map((b) => b.fromStep)])];
+    if (pending !== null && !marks.includes(pending)) marks.push(pending);
+    marks.sort((a, b) => a - b);
     ctx.strokeStyle = theme.fail;
     ctx.fillStyle = theme.fail;
     ctx.lineWidth = 1.5 * thick;
@@ -160,6 +237,7 @@ export function mountChart(store, canvas) {
     const latest = hist[hist.length - 1];
     let said = `Loss over steps ${minStep} to ${maxStep}; latest ${latest.loss.toFixed(3)} at step ${latest.step}.`;
     if (marks.length) said += ` Rolled back to step ${marks.join(', step ')}.`;
+    for (const b of bands) said += ` ${b.lost} step${b.lost === 1 ? '' : 's'} lost after step ${b.fromStep}.`;
     canvas.setAttribute('aria-label', said);
     const shown = marks.slice(-3);
     shown.forEach((m, i) => {
@@ -179,10 +257,16 @@ export function mountChart(store, canvas) {
       ctx.moveTo(xx + r, cy - r + font / 2);
       ctx.lineTo(xx - r, cy + r + font / 2);
       ctx.stroke();
-      const label = `rolled back to step ${m}`;
+      const band = bands.find((b) => b.fromStep === m);
+      const label = band ? `rolled back to step ${m}: ${band.lost} step${band.lost === 1 ? '' : 's'} lost` : `rolled back to step ${m}`;
       const tw = ctx.measureText(label).width;
       const tx = xx + r + 4 + tw > pad.l + w ? xx - r - 4 - tw : xx + r + 4;
-      ctx.fillText(label, tx, cy);
+      // A dark backing so the words read over the live line.
+      ctx.save();
+      ctx.fillStyle = s.projector ? 'rgba(0,0,0,0.8)' : 'rgba(11,18,32,0.78)';
+      ctx.fillRect(Math.max(pad.l, tx - 3), cy - 2, tw + 6, font + 4);
+      ctx.restore();
+      ctx.fillText(label, Math.max(pad.l, tx), cy);
     });
   }
 
@@ -195,6 +279,7 @@ export function mountChart(store, canvas) {
   store.on('step', queue);
   store.on('snapshot', queue);
   store.on('change:lastRollback', queue);
+  store.on('event', queue);
   store.on('change:projector', () => requestAnimationFrame(resize));
   new ResizeObserver(resize).observe(canvas);
   resize();

@@ -1,8 +1,10 @@
-// The help overlay (every key, the labs' keys included), the small always-visible key
-// legend, and the colour key that says what each colour means.
+// The help overlay (every key, the labs' keys included, and the scene's note on what is
+// honest and what is simplified), the small always-visible key legend, the colour key that
+// says what each colour means, and the "how big is a real run?" box.
 
 import { KEYMAP } from './keys.js';
 import { el } from './format.js';
+import { liveValues } from './live.js';
 
 // One meaning per colour, everywhere (the scene uses the same ones).
 const COLOUR_KEY = [
@@ -71,6 +73,53 @@ export function mountHelp(store, { getLabKeys, actions }) {
     open,
     close,
     toggle: () => (box.hidden ? open() : close()),
+    /** The scene's own note (proportions honest, details simplified), from the scene data. */
+    setNote(text) {
+      const note = document.getElementById('help-note');
+      note.textContent = text ?? '';
+      note.hidden = !text;
+    },
+    get isOpen() {
+      return !box.hidden;
+    },
+  };
+}
+
+/** "How big is a real run?": typical public figures beside this run's own, live. */
+export function mountHowBig(store) {
+  const box = document.getElementById('howbig');
+  const closeBtn = document.getElementById('howbig-close');
+  closeBtn.addEventListener('click', () => close());
+  box.addEventListener('click', (ev) => {
+    if (ev.target === box) close();
+  });
+
+  function render() {
+    const v = liveValues(store);
+    for (const span of box.querySelectorAll('[data-live]')) {
+      const text = v[span.dataset.live] ?? '–';
+      if (span.textContent !== text) span.textContent = text;
+    }
+  }
+  function open() {
+    render();
+    box.hidden = false;
+    store.set('howBigOpen', true);
+    closeBtn.focus({ preventScroll: true });
+  }
+  function close() {
+    if (box.hidden) return;
+    box.hidden = true;
+    store.set('howBigOpen', false);
+  }
+  for (const name of ['hello', 'snapshot', 'step']) store.on(name, () => !box.hidden && render());
+  return {
+    open,
+    close,
+    toggle: () => (box.hidden ? open() : close()),
+    setNote(text) {
+      document.getElementById('howbig-note').textContent = text ?? '';
+    },
     get isOpen() {
       return !box.hidden;
     },

@@ -19,7 +19,10 @@ export const KEYMAP = [
   { keys: ['p'], show: 'P', label: 'pause / resume the run' },
   { keys: ['n'], show: 'N', label: 'next step (while paused)' },
   { keys: ['k'], show: 'K', label: 'make a GPU fail (watch the rollback)' },
+  { keys: ['o'], show: 'O', label: 'one step in slow motion, block by block (O or Esc ends it)' },
   { keys: ['PageDown', 'PageUp'], show: 'PgDn / PgUp', label: 'next / previous tour stop (clicker)' },
+  { keys: ['Enter'], show: 'Enter', label: 'next tour stop (while touring, with no button focused)' },
+  { keys: ['i'], show: 'I', label: 'more about this tour stop (the longer story)' },
   { keys: ['Escape'], show: 'Esc', label: 'close the tour and any panel' },
 ];
 
@@ -106,6 +109,9 @@ export function mountKeys(actions, getLabKeys) {
       case 'k':
         actions.failGpu();
         break;
+      case 'o':
+        actions.slowStep();
+        break;
       case 'PageDown':
         actions.tourNext();
         break;
@@ -114,6 +120,18 @@ export function mountKeys(actions, getLabKeys) {
         break;
       case 'Escape':
         actions.escape();
+        break;
+      case 'Enter':
+        // A focused button, link or field keeps Enter for itself; otherwise it moves the
+        // tour on, for keyboards and clickers that send Enter.
+        if (ev.target instanceof Element && ev.target.closest('button, a[href], input, select, textarea, summary, [contenteditable]')) {
+          done = false;
+        } else {
+          done = Boolean(actions.tourAdvance());
+        }
+        break;
+      case 'i':
+        actions.toggleTourMore();
         break;
       default: {
         const lab = (getLabKeys() ?? []).find((k) => k.key.toLowerCase() === lower);

@@ -1,15 +1,64 @@
 // Numbered HTML labels (1–7) pinned to the scene's parts. They are DOM text, not textures,
 // so they stay crisp at any size; they follow stage.anchors() after every rendered frame.
+//
+// Three rules keep them readable: no label covers the GPU racks (stage.partRect('gpus')): a
+// label that would is moved just above or below them (the GPU servers' own label below);
+// labels do not sit on one another (a later one steps up or down, by number); and every label
+// stays whole inside the window, however close the camera is.
 
 import { el } from './format.js';
 
 export function mountLabels(store, { container, onOpen, onHover }) {
   let nodes = new Map(); // part id -> label element
   let stage = null;
+  const sizes = new Map(); // part id -> [w, h] in CSS px, measured once per look
+  const MARGIN = 6;
+  const forget = () => sizes.clear();
+  store.on('change:projector', forget);
+  window.addEventListener('resize', forget);
+
+  function sizeOf(id, node) {
+    let wh = sizes.get(id);
+    if (!wh || !wh[0]) {
+      wh = [node.offsetWidth, node.offsetHeight];
+      sizes.set(id, wh);
+    }
+    return wh;
+  }
+
+  /** Where a label of size (w, h) centred at (x, y) should go: off the racks' box `avoid`
+   * (below it for the GPU servers' label, else to whichever side is nearer), then inside
+   * the window. */
+  function settle(id, x, y, w, h, avoid) {
+    const vw = window.innerWidth;
+    const vh = window.innerHeight;
+    if (avoid) {
+      const overlaps =
+        x + w / 2 > avoid.left && x - w / 2 < avoid.right && y + h / 2 > avoid.top && y - h / 2 < avoid.bottom;
+      if (overlaps || id === 'gpus') {
+        const below = avoid.bottom + h / 2 + MARGIN;
+        const above = avoid.top - h / 2 - MARGIN;
+        const fitsBelow = below + h / 2 <= vh - MARGIN;
+        const fitsAbove = above - h / 2 >= MARGIN;
+        if (id === 'gpus') {
+          // The GPU servers' label sits under its racks, centred on them.
+          x = (avoid.left + avoid.right) / 2;
+          y = fitsBelow || !fitsAbove ? below : above;
+        } else {
+          const nearerAbove = y < (avoid.top + avoid.bottom) / 2;
+          y = (nearerAbove && fitsAbove) || !fitsBelow ? above : below;
+        }
+      }
+    }
+    x = Math.min(Math.max(x, w / 2 + MARGIN), vw - w / 2 - MARGIN);
+    y = Math.min(Math.max(y, h / 2 + MARGIN), vh - h / 2 - MARGIN);
+    return [x, y];
+  }
 
   function build(spec) {
     container.replaceChildren();
     nodes = new Map();
+    forget();
     for (const part of spec?.parts ?? []) {
       const node = el(
         'button',
@@ -38,16 +87,46 @@ export function mountLabels(store, { container, onOpen, onHover }) {
       console.warn('stage.anchors failed', err);
       return;
     }
+    let avoid = null;
+    try {
+      avoid = stage.partRect?.('gpus') ?? null;
+    } catch {
+      avoid = null;
+    }
+    const placed = []; // boxes of the labels placed so far, to keep clear of
     for (const a of anchors ?? []) {
       const node = nodes.get(a.id);
       if (!node) continue;
       const show = a.visible !== false && Number.isFinite(a.x) && Number.isFinite(a.y);
       node.classList.toggle('off', !show);
-      if (show) node.style.transform = `translate(${Math.round(a.x)}px, ${Math.round(a.y)}px)`;
+      if (!show) continue;
+      const [w, h] = sizeOf(a.id, node);
+      let [x, y] = settle(a.id, a.x, a.y, w, h, avoid);
+      y = clearOf(placed, x, y, w, h, avoid);
+      placed.push({ l: x - w / 2, r: x + w / 2, t: y - h / 2, b: y + h / 2 });
+      node.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
     }
   }
 
+  /** A y for a (w x h) label at x that overlaps none of `placed` nor the racks: the nearest
+   * free spot above or below, inside the window; the given y when none is found. */
+  function clearOf(placed, x, y, w, h, avoid) {
+    const hits = (yy) => {
+      const box = { l: x - w / 2, r: x + w / 2, t: yy - h / 2, b: yy + h / 2 };
+      const on = (o) => box.l < o.r && box.r > o.l && box.t < o.b && box.b > o.t;
+      if (yy - h / 2 < MARGIN || yy + h / 2 > window.innerHeight - MARGIN) return true;
+      if (avoid && on({ l: avoid.left, r: avoid.right, t: avoid.top, b: avoid.bottom })) return true;
+      return placed.some(on);
+    };
+    if (!placed.some((o) => x - w / 2 < o.r && x + w / 2 > o.l && y - h / 2 < o.b && y + h / 2 > o.t)) return y;
+    // Candidate spots: just above or below each label in the way, nearest first.
+    const spots = placed.flatMap((o) => [o.t - h / 2 - 2, o.b + h / 2 + 2]).sort((a, b) => Math.abs(a - y) - Math.abs(b - y));
+    for (const yy of spots) if (!hits(yy)) return yy;
+    return y;
+  }
+
   function renderToggle() {
+    forget();
     container.hidden = !store.state.labels;
     if (store.state.labels) place();
   }

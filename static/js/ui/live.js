@@ -84,11 +84,26 @@ export function lastProbe(state) {
 }
 
 export function rememberProbe(store) {
+  let from = null; // the step the remembered probe came from
   store.on('step', (msg) => {
-    if (msg.probe) store.set('lastProbe', msg.probe);
+    if (!msg.probe) return;
+    from = msg.step;
+    store.set('lastProbe', msg.probe);
   });
   store.on('snapshot', (msg) => {
-    if (msg.last_step?.probe) store.set('lastProbe', msg.last_step.probe);
+    if (!msg.last_step?.probe) return;
+    from = msg.last_step.step;
+    store.set('lastProbe', msg.last_step.probe);
+  });
+  // A rollback past the remembered probe leaves it on an abandoned timeline: forget it until
+  // the next probe, rather than quote it as the model's current guess.
+  store.on('event', (e) => {
+    const d = e?.detail ?? {};
+    if (e?.kind !== 'restored' || (d.reason === 'resume' && !d.steps_lost)) return;
+    if (from !== null && Number.isFinite(d.restored_step) && from > d.restored_step) {
+      from = null;
+      store.set('lastProbe', null);
+    }
   });
 }
 

@@ -1,6 +1,8 @@
 // The model close-up as an HTML panel: what the model predicts after "Once upon a" (top five
 // next words with their probabilities) and 16 of its weights, re-toned as they change.
-// The probe rides on every few steps, so the panel keeps the last one it saw.
+// The probe rides on every few steps, so the panel keeps the last one it saw, but never
+// passes it off as current after the run has rolled back past it: then it is dimmed and
+// labelled as from before the rollback until the next probe arrives.
 
 import { el } from './format.js';
 
@@ -26,9 +28,20 @@ export function mountProbe(store) {
     weightCells.push(c);
   }
   let scale = 0; // largest |weight| seen, so the tones stay comparable from probe to probe
+  let shownStep = null; // the step the probe on show came from
+  const panel = bars.closest('.probe-panel') || bars.parentElement;
+
+  function setStale(stale, restoredStep) {
+    // Inline, so the panel's own stylesheet needs nothing new.
+    for (const node of [bars, cells, blank]) node.style.opacity = stale ? '0.4' : '';
+    panel.dataset.stale = stale ? 'true' : 'false';
+    if (stale) when.textContent = `from step ${shownStep}, before the rollback to ${restoredStep}`;
+  }
 
   function render(probe, stepNo) {
     if (!probe) return;
+    shownStep = Number.isFinite(stepNo) ? stepNo : null;
+    setStale(false);
     const top = probe.top ?? [];
     rows.forEach((r, i) => {
       const t = top[i];
@@ -54,6 +67,13 @@ export function mountProbe(store) {
 
   store.on('step', (msg) => {
     if (msg.probe) render(msg.probe, msg.step);
+  });
+  store.on('event', (e) => {
+    const d = e?.detail ?? {};
+    if (e?.kind !== 'restored' || (d.reason === 'resume' && !d.steps_lost)) return;
+    if (shownStep !== null && Number.isFinite(d.restored_step) && shownStep > d.restored_step) {
+      setStale(true, d.restored_step);
+    }
   });
   store.on('snapshot', (msg) => {
     if (msg.last_step?.probe) render(msg.last_step.probe, msg.last_step.step);

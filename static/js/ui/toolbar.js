@@ -1,8 +1,15 @@
-// The toolbar: run speed (lesson, 1, 5, max steps/s), pause / step, fail a GPU, the tour,
-// labels, projector mode, help, and one button per concept lab. Buttons call the same
-// actions as the keys.
+// The toolbar: start the lesson or a new run, run speed (lesson, 1, 5, max steps/s), pause /
+// step / fail a GPU, the tour, one button per concept lab, labels, projector mode, "how big?"
+// and help. Buttons call the same actions as the keys.
+//
+// The groups a lesson leans on (.tb-main) always stay in the bar; the rest (.tb-more) sit in
+// the bar on wide screens and behind the "more" button on narrower ones; on a phone both go
+// behind one menu button. Which is which is the CSS's call (static/css/app.css); menu.js opens
+// and closes the menu.
 
+import { NEEDS_PRESENTER } from './actions.js';
 import { el } from './format.js';
+import { mountMenu } from './menu.js';
 
 const SPEEDS = [
   { value: 'lesson', label: 'lesson', title: 'Lesson pace: about one step every two seconds' },
@@ -12,25 +19,67 @@ const SPEEDS = [
 ];
 
 export function mountToolbar(store, actions, bar) {
+  const button = (attrs) => el('button', { type: 'button', ...attrs });
+
+  const lesson = button({
+    id: 'btn-lesson',
+    class: 'primary',
+    title: 'Start the lesson: a fresh run from step 0, lesson pace, and the tour from its first stop',
+    text: 'Start lesson',
+    onclick: () => actions.startLesson(),
+  });
+  const newRun = button({
+    id: 'btn-newrun',
+    title: 'New run: choose the seed, the hardware and the cluster, then start from step 0',
+    text: 'new run…',
+    onclick: () => actions.toggleNewRun(),
+  });
+  const lessonGroup = el('div', { class: 'group lesson', role: 'group', 'aria-label': 'Lesson' }, lesson, newRun);
+
   const speedGroup = el('div', { class: 'group speed', role: 'group', 'aria-label': 'Speed (steps per second)' });
   const speedButtons = SPEEDS.map((s) => {
-    const b = el('button', { type: 'button', title: s.title, text: s.label, onclick: () => actions.setSpeed(s.value) });
+    const b = button({ title: s.title, text: s.label, onclick: () => actions.setSpeed(s.value) });
     b.dataset.speed = String(s.value);
     speedGroup.append(b);
     return b;
   });
-  const pause = el('button', { type: 'button', id: 'btn-pause', title: 'Pause or resume the run (P)', text: 'pause', onclick: () => actions.togglePause() });
-  const step = el('button', { type: 'button', id: 'btn-step', title: 'Run one step while paused (N)', text: 'step', onclick: () => actions.stepOnce() });
-  const fail = el('button', { type: 'button', id: 'btn-fail', class: 'danger', title: 'Make a GPU fail (K)', text: 'fail a GPU', onclick: () => actions.failGpu() });
-  const runGroup = el('div', { class: 'group', role: 'group', 'aria-label': 'Run' }, pause, step, fail);
+  const pause = button({ id: 'btn-pause', title: 'Pause or resume the run (P)', text: 'pause', onclick: () => actions.togglePause() });
+  const step = button({ id: 'btn-step', title: 'Run one step while paused (N)', text: 'step', onclick: () => actions.stepOnce() });
+  const runGroup = el('div', { class: 'group run', role: 'group', 'aria-label': 'Run' }, pause, step);
+  // Slow motion belongs to the scene; its button appears when the scene offers it.
+  if (typeof actions.slowStep === 'function') {
+    runGroup.append(
+      button({
+        id: 'btn-slow',
+        title: 'Play the next step in slow motion, one block of work at a time',
+        text: 'slow step',
+        onclick: () => actions.slowStep(),
+      }),
+    );
+  }
+  const fail = button({ id: 'btn-fail', class: 'danger', title: 'Make a GPU fail (K)', text: 'fail a GPU', onclick: () => actions.failGpu() });
+  runGroup.append(fail);
 
-  const tour = el('button', { type: 'button', id: 'btn-tour', title: 'Guided tour (T)', text: 'tour', onclick: () => actions.toggleTour() });
-  const labels = el('button', { type: 'button', id: 'btn-labels', title: 'Numbered labels (L)', text: 'labels', onclick: () => actions.toggleLabels() });
-  const projector = el('button', { type: 'button', id: 'btn-projector', title: 'Projector mode: big type, high contrast', text: 'projector', onclick: () => actions.toggleProjector() });
-  const help = el('button', { type: 'button', id: 'btn-help', title: 'All keys (?)', text: '?', 'aria-label': 'Help: all keys', onclick: () => actions.toggleHelp() });
-  const viewGroup = el('div', { class: 'group', role: 'group', 'aria-label': 'View' }, tour, labels, projector, help);
+  const tour = button({ id: 'btn-tour', title: 'Guided tour (T)', text: 'tour', onclick: () => actions.toggleTour() });
+  const tourGroup = el('div', { class: 'group tour', role: 'group', 'aria-label': 'Tour' }, tour);
+
   const labGroup = el('div', { class: 'group labs', role: 'group', 'aria-label': 'Concept labs' });
-  bar.append(speedGroup, runGroup, labGroup, viewGroup);
+  labGroup.hidden = true;
+  const labels = button({ id: 'btn-labels', title: 'Numbered labels (L)', text: 'labels', onclick: () => actions.toggleLabels() });
+  const projector = button({ id: 'btn-projector', title: 'Projector mode: big type, high contrast', text: 'projector', onclick: () => actions.toggleProjector() });
+  const howBig = button({ id: 'btn-howbig', title: 'How big is a real training run?', text: 'how big?', onclick: () => actions.toggleHowBig() });
+  const help = button({ id: 'btn-help', title: 'All keys (?)', text: '?', 'aria-label': 'Help: all keys', onclick: () => actions.toggleHelp() });
+  const viewGroup = el('div', { class: 'group view', role: 'group', 'aria-label': 'View' }, labels, projector, howBig, help);
+
+  const main = el('div', { class: 'tb-main' }, lessonGroup, speedGroup, runGroup, tourGroup);
+  const more = el('div', { class: 'tb-more', id: 'tb-more' }, labGroup, viewGroup);
+  const panel = el('div', { class: 'tb-panel', id: 'tb-panel' }, main, more);
+  const menu = mountMenu(store, { bar, panel });
+  bar.append(menu.toggle, panel);
+
+  // Starting over throws the run away for everyone: only the presenter may. The buttons stay
+  // in sight (a viewer learns they exist) but are marked disabled and say why.
+  const presenterOnly = new Map([lesson, newRun].map((b) => [b, b.title]));
 
   function render() {
     const st = store.state.status;
@@ -44,19 +93,37 @@ export function mountToolbar(store, actions, bar) {
     tour.setAttribute('aria-pressed', String(store.state.tour.active));
     labels.setAttribute('aria-pressed', String(store.state.labels));
     projector.setAttribute('aria-pressed', String(store.state.projector));
+    howBig.setAttribute('aria-pressed', String(store.state.howBigOpen));
+    newRun.setAttribute('aria-pressed', String(store.state.newRunOpen));
     const canControl = store.state.hello?.can_control !== false;
     bar.classList.toggle('view-only', !canControl);
+    for (const [b, title] of presenterOnly) {
+      if (canControl) b.removeAttribute('aria-disabled');
+      else b.setAttribute('aria-disabled', 'true');
+      b.title = canControl ? title : NEEDS_PRESENTER;
+    }
   }
-  for (const name of ['snapshot', 'event', 'hello', 'change:status', 'change:tour', 'change:labels', 'change:projector']) {
+  for (const name of [
+    'snapshot',
+    'event',
+    'hello',
+    'change:status',
+    'change:tour',
+    'change:labels',
+    'change:projector',
+    'change:howBigOpen',
+    'change:newRunOpen',
+  ]) {
     store.on(name, render);
   }
   render();
 
   return {
+    menu,
     addLabs(keys) {
       labGroup.replaceChildren();
       for (const k of keys ?? []) {
-        labGroup.append(el('button', { type: 'button', title: `${k.label} (${k.key.toUpperCase()})`, text: k.label, onclick: () => k.open() }));
+        labGroup.append(button({ title: `${k.label} (${k.key.toUpperCase()})`, text: k.label, onclick: () => k.open() }));
       }
       labGroup.hidden = !(keys ?? []).length;
     },

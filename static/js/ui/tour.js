@@ -1,34 +1,61 @@
 // The guided tour: one stop per numbered part, from the scene data. Each stop flies the
-// camera there, highlights the part and shows a caption that quotes the live run. It moves
-// on by itself (with a visible progress bar), or with PageDown / PageUp from a clicker.
+// camera there, highlights the part and shows a short caption, quoting the live run, for the
+// teacher to say; "more" unfolds the longer story for whoever asks why.
+//
+// A stop waits for the next press (a clicker's PageDown / PageUp, Enter, the next / previous
+// buttons): a teacher talks for as long as the room needs. Auto-advance is a choice, kept for
+// the browser session; then a progress bar fills and the tour moves on by itself, except
+// while the run is paused or the "more" text is open, which hold it where it is.
 
 import { fillTemplate, liveValues } from './live.js';
 
 const DEFAULT_DURATION_S = 12;
 const FLIGHT_S = 1.1;
+const AUTO_KEY = 'trainingRun.tourAuto';
 
-export function mountTour(store, { getStage, labels }) {
-  const box = document.getElementById('tour-box');
-  const count = document.getElementById('tour-count');
-  const title = document.getElementById('tour-title');
-  const caption = document.getElementById('tour-caption');
-  const progress = document.getElementById('tour-progress');
+function remembered() {
+  try {
+    return sessionStorage.getItem(AUTO_KEY) === '1';
+  } catch {
+    return false; // storage disabled: the default, waiting for presses
+  }
+}
+
+export function mountTour(store, { getStage, labels, onHowBig }) {
+  const $ = (id) => document.getElementById(id);
+  const box = $('tour-box');
+  const count = $('tour-count');
+  const title = $('tour-title');
+  const caption = $('tour-caption');
+  const moreBox = $('tour-more');
+  const moreText = $('tour-more-text');
+  const moreBtn = $('tour-more-btn');
+  const autoBtn = $('tour-auto');
+  const track = $('tour-progress-track');
+  const progress = $('tour-progress');
 
   let stops = [];
   let parts = [];
   let index = 0;
+  // The auto-advance clock: this stop's length, what is left of it, and since when it runs.
   let timer = 0;
+  let durMs = 0;
+  let leftMs = 0;
+  let since = 0; // performance.now() when the clock last started; 0 while it stands still
 
   function partName(id) {
     const p = parts.find((x) => x.id === id);
     return p ? `${p.number} · ${p.name}` : '';
   }
 
-  function renderCaption() {
+  function renderText() {
     const stop = stops[index];
     if (!stop) return;
-    const text = fillTemplate(stop.caption, liveValues(store));
+    const values = liveValues(store);
+    const text = fillTemplate(stop.caption, values);
     if (caption.textContent !== text) caption.textContent = text;
+    const more = stop.more ? fillTemplate(stop.more, values) : '';
+    if (moreText.textContent !== more) moreText.textContent = more;
   }
 
   function move(stop) {
@@ -40,6 +67,72 @@ export function mountTour(store, { getStage, labels }) {
     stage.highlight(stop.part ?? null);
   }
 
+  // ---- the clock ------------------------------------------------------------------------
+
+  const held = () => store.state.status?.state === 'paused' || store.state.tourMore;
+
+  /** Show the bar at `from` (0..1) at once, then, when `ms` > 0, fill it over `ms`. The bar
+   * moves by a CSS transition: no per-frame script work next to the WebGL scene. */
+  function bar(from, ms) {
+    progress.classList.add('reset');
+    progress.style.transform = `scaleX(${Math.max(0, Math.min(1, from))})`;
+    void progress.offsetWidth; // commit the jump before the transition starts
+    if (ms > 0) {
+      progress.classList.remove('reset');
+      progress.style.setProperty('--tour-dur', `${ms / 1000}s`);
+      progress.style.transform = 'scaleX(1)';
+    }
+  }
+
+  function stopClock() {
+    clearTimeout(timer);
+    if (since) leftMs = Math.max(0, leftMs - (performance.now() - since));
+    since = 0;
+    bar(durMs ? 1 - leftMs / durMs : 0, 0);
+  }
+
+  function runClock() {
+    if (!store.state.tour.active || !store.state.tourAuto || held()) {
+      stopClock();
+      return;
+    }
+    if (since) return; // already running
+    since = performance.now();
+    bar(durMs ? 1 - leftMs / durMs : 0, leftMs);
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      since = 0;
+      api.next();
+    }, leftMs);
+  }
+
+  // ---- stops ------------------------------------------------------------------------------
+
+  function setMore(open) {
+    store.set('tourMore', open);
+    moreBox.hidden = !open;
+    moreBtn.setAttribute('aria-expanded', String(open));
+    moreBtn.textContent = open ? 'less' : 'more';
+    runClock();
+  }
+
+  function setAuto(on) {
+    store.set('tourAuto', on);
+    try {
+      sessionStorage.setItem(AUTO_KEY, on ? '1' : '0');
+    } catch {
+      // storage disabled: the choice lasts as long as the page
+    }
+    autoBtn.setAttribute('aria-pressed', String(on));
+    autoBtn.textContent = on ? 'auto-advance: on' : 'auto-advance: off';
+    track.hidden = !on;
+    if (on) {
+      stopClock();
+      leftMs = durMs; // a fresh full stop from the moment it was switched on
+    }
+    runClock();
+  }
+
   function show(i) {
     index = Math.max(0, Math.min(stops.length - 1, i));
     const stop = stops[index];
@@ -49,20 +142,16 @@ export function mountTour(store, { getStage, labels }) {
     document.body.classList.add('touring');
     count.textContent = `stop ${index + 1} of ${stops.length}`;
     title.textContent = stop.title ?? partName(stop.part);
-    renderCaption();
+    moreBtn.hidden = !stop.more;
+    renderText();
     labels.highlight(stop.part ?? null);
     move(stop);
-    // The bar fills by a CSS transition (no per-frame script work next to the WebGL scene);
-    // a timer moves the tour on when it is full.
-    const dur = stop.duration_s ?? DEFAULT_DURATION_S;
-    progress.classList.add('reset');
-    progress.style.transform = 'scaleX(0)';
-    void progress.offsetWidth; // commit the empty bar before filling it
-    progress.classList.remove('reset');
-    progress.style.setProperty('--tour-dur', `${dur}s`);
-    progress.style.transform = 'scaleX(1)';
     clearTimeout(timer);
-    timer = setTimeout(() => api.next(), dur * 1000);
+    since = 0;
+    durMs = (stop.duration_s ?? DEFAULT_DURATION_S) * 1000;
+    leftMs = durMs;
+    if (store.state.tourMore) setMore(false); // each stop starts with its short line
+    else runClock();
   }
 
   function start(at = 0) {
@@ -72,10 +161,12 @@ export function mountTour(store, { getStage, labels }) {
 
   function stop_() {
     clearTimeout(timer);
+    since = 0;
     if (!store.state.tour.active) return;
     box.hidden = true;
     document.body.classList.remove('touring');
     store.set('tour', { active: false, stop: index });
+    if (store.state.tourMore) setMore(false);
     labels.highlight(null);
     const stage = getStage();
     stage?.highlight(null);
@@ -83,10 +174,19 @@ export function mountTour(store, { getStage, labels }) {
     stage?.setView(0, { instant: store.state.reducedMotion });
   }
 
-  document.getElementById('tour-next').addEventListener('click', () => api.next());
-  document.getElementById('tour-prev').addEventListener('click', () => api.prev());
-  document.getElementById('tour-exit').addEventListener('click', () => stop_());
-  store.on('step', () => store.state.tour.active && renderCaption());
+  $('tour-next').addEventListener('click', () => api.next());
+  $('tour-prev').addEventListener('click', () => api.prev());
+  $('tour-exit').addEventListener('click', () => stop_());
+  moreBtn.addEventListener('click', () => setMore(!store.state.tourMore));
+  autoBtn.addEventListener('click', () => setAuto(!store.state.tourAuto));
+  $('tour-howbig').addEventListener('click', () => onHowBig?.());
+  store.on('step', () => store.state.tour.active && renderText());
+  store.on('snapshot', () => store.state.tour.active && renderText());
+  // Pausing the run holds an auto-advancing tour; resuming lets it go on from where it was.
+  for (const name of ['change:status', 'snapshot']) {
+    store.on(name, () => store.state.tour.active && runClock());
+  }
+  setAuto(remembered());
 
   const api = {
     setSpec(spec) {
@@ -102,6 +202,8 @@ export function mountTour(store, { getStage, labels }) {
     prev() {
       show(Math.max(0, index - 1));
     },
+    setAuto,
+    setMore,
     get length() {
       return stops.length;
     },

@@ -6,23 +6,7 @@
 // lifts the tiers apart so the wiring can be read.
 
 import * as THREE from 'three';
-import { commit, disposeTree, instanced, place, tag, tint } from '../util.js';
-
-const _a = new THREE.Vector3();
-const _b = new THREE.Vector3();
-const _up = new THREE.Vector3(0, 1, 0);
-const _q = new THREE.Quaternion();
-const _d = new THREE.Vector3();
-
-/** Stretch a unit-tall instanced box from point a to point b. */
-export function placeSegment(mesh, i, a, b, thickness) {
-  _a.set(a[0], a[1], a[2]);
-  _b.set(b[0], b[1], b[2]);
-  _d.subVectors(_b, _a);
-  const len = _d.length() || 1e-6;
-  _q.setFromUnitVectors(_up, _d.divideScalar(len));
-  place(mesh, i, (a[0] + b[0]) / 2, (a[1] + b[1]) / 2, (a[2] + b[2]) / 2, thickness, len, thickness, _q);
-}
+import { commit, disposeTree, instanced, place, placeSegment, tag, tint } from '../util.js';
 
 export function build(ctx) {
   const { scene, layout: lay, palette } = ctx;

@@ -71,8 +71,11 @@ export function build(ctx) {
   }
   cells.count = 16;
   commit(cells);
-  const caption = textSprite('16 weights', { colour: palette.text, height: 0.42, weight: 600 });
-  caption.position.set(gridX, gridY - 2 * cell - 0.55, M.z + 0.1);
+  // The small print grows on a projector, where 0.42 units is a few pixels from the back row.
+  const big = palette.theme === 'projector';
+  const caption = textSprite('16 weights', { colour: palette.text, height: big ? 0.78 : 0.42, weight: big ? 700 : 600 });
+  // In front of the layer stack, so the bigger words are never half hidden by a slab.
+  caption.position.set(gridX + (big ? 0.3 : 0), gridY - 2 * cell - (big ? 0.75 : 0.55), M.z + (big ? 1.1 : 0.1));
   group.add(slabs, edges, board, cells, caption);
   tag(group, 'model');
   scene.add(group);

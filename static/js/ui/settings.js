@@ -1,0 +1,178 @@
+// The "new run" panel: choose the seed, the simulated hardware and the cluster (GPUs, servers),
+// then start training again from step 0, and, if asked, the lesson with it. The panel checks
+// the cluster rules as you type, in the server's words; the server checks them again and its
+// answer (a new hello, or an error naming the rule) closes the panel or is shown in it.
+
+import { NEEDS_PRESENTER } from './actions.js';
+import { el, fmtInt } from './format.js';
+
+// The server's hardware presets (app/engine/timing.py PRESETS); it refuses any other name.
+const PRESETS = [
+  { id: 'h100', label: 'H100 cluster' },
+  { id: 'a100', label: 'A100 cluster' },
+  { id: 'b200', label: 'B200 cluster' },
+];
+// The same bounds as the server's own (ResetControl, and Settings for --gpus / --servers).
+const LIMITS = { seed: [0, 2 ** 31 - 1], gpus: [1, 4096], servers: [1, 1024] };
+// Past this many GPUs one computer doing every GPU's work steps slowly (about 2.8 s a step
+// at 1024 here): worth saying before a lesson waits on it.
+const SLOW_GPUS = 256;
+const ANSWER_MS = 30000;
+
+/** The choice in the fields, or the first rule it breaks (in the words the server uses). */
+export function checkChoice({ seed, preset, gpus, servers }) {
+  for (const [name, value] of Object.entries({ seed, gpus, servers })) {
+    const [lo, hi] = LIMITS[name];
+    if (!Number.isInteger(value)) return { problem: `${name} must be a whole number` };
+    if (value < lo || value > hi) return { problem: `${name} must be between ${fmtInt(lo)} and ${fmtInt(hi)}` };
+  }
+  if (!PRESETS.some((p) => p.id === preset)) return { problem: `unknown hardware ${preset}` };
+  if (servers > gpus) return { problem: `servers (${servers}) cannot outnumber gpus (${gpus})` };
+  if (gpus % servers) {
+    return { problem: `gpus (${gpus}) must divide evenly over servers (${servers}): ${gpus} % ${servers} = ${gpus % servers}` };
+  }
+  return { choice: { seed, preset, gpus, servers } };
+}
+
+export function mountSettings(store, { actions }) {
+  const $ = (id) => document.getElementById(id);
+  const box = $('newrun');
+  const form = $('newrun-form');
+  const fields = { seed: $('newrun-seed'), preset: $('newrun-preset'), gpus: $('newrun-gpus'), servers: $('newrun-servers') };
+  const lesson = $('newrun-lesson');
+  const problem = $('newrun-problem');
+  const why = $('newrun-why');
+  const startBtn = $('newrun-start');
+
+  for (const p of PRESETS) fields.preset.append(el('option', { value: p.id, text: p.label }));
+  for (const name of ['seed', 'gpus', 'servers']) {
+    fields[name].min = String(LIMITS[name][0]);
+    fields[name].max = String(LIMITS[name][1]);
+  }
+
+  let pending = null; // {runId, lesson, timer} while the server is starting the new run
+
+  const read = () => ({
+    seed: Number(fields.seed.value === '' ? NaN : fields.seed.value),
+    preset: fields.preset.value,
+    gpus: Number(fields.gpus.value === '' ? NaN : fields.gpus.value),
+    servers: Number(fields.servers.value === '' ? NaN : fields.servers.value),
+  });
+
+  function say(text) {
+    problem.textContent = text ?? '';
+    problem.hidden = !text;
+  }
+
+  function explain() {
+    const { choice, problem: bad } = checkChoice(read());
+    if (!actions.canControl()) {
+      say(NEEDS_PRESENTER);
+      startBtn.disabled = true;
+      why.textContent = '';
+      return;
+    }
+    say(bad);
+    startBtn.disabled = Boolean(bad) || Boolean(pending);
+    if (!choice) {
+      why.textContent = '';
+      return;
+    }
+    const each = choice.gpus / choice.servers;
+    const slow = choice.gpus > SLOW_GPUS ? ' This computer does every GPU’s work itself, so a cluster this big steps slowly.' : '';
+    why.textContent = `${fmtInt(choice.gpus)} GPUs on ${fmtInt(choice.servers)} server${choice.servers === 1 ? '' : 's'}: ${fmtInt(each)} per server.${slow}`;
+  }
+
+  function fill() {
+    const cfg = store.state.hello?.config ?? {};
+    fields.seed.value = String(cfg.seed ?? 0);
+    fields.preset.value = PRESETS.some((p) => p.id === cfg.preset) ? cfg.preset : PRESETS[0].id;
+    fields.gpus.value = String(cfg.gpus ?? 8);
+    fields.servers.value = String(cfg.servers ?? 1);
+  }
+
+  function open() {
+    fill();
+    box.hidden = false;
+    store.set('newRunOpen', true);
+    explain();
+    fields.gpus.focus({ preventScroll: true });
+  }
+
+  function finish() {
+    if (pending) clearTimeout(pending.timer);
+    pending = null;
+    startBtn.textContent = 'Start';
+  }
+
+  function close() {
+    if (box.hidden) return;
+    box.hidden = true;
+    store.set('newRunOpen', false);
+  }
+
+  // The page's keys stand aside while a field has the focus; Esc should still close this.
+  form.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape') {
+      ev.preventDefault();
+      close();
+    }
+  });
+  form.addEventListener('input', explain);
+  form.addEventListener('change', explain);
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    if (pending) return;
+    const { choice, problem: bad } = checkChoice(read());
+    if (!actions.canControl()) return say(NEEDS_PRESENTER);
+    if (bad) return say(bad);
+    const runId = store.state.hello?.run_id ?? null;
+    if (!actions.newRun(choice)) return undefined;
+    pending = {
+      runId,
+      lesson: lesson.checked,
+      timer: setTimeout(() => {
+        finish();
+        say('The server has not answered yet: the new run may still be starting. Try again in a moment.');
+        explain();
+      }, ANSWER_MS),
+    };
+    startBtn.textContent = 'starting…';
+    startBtn.disabled = true;
+    return undefined;
+  });
+  $('newrun-close').addEventListener('click', () => close());
+  $('newrun-cancel').addEventListener('click', () => close());
+  box.addEventListener('click', (ev) => {
+    if (ev.target === box) close();
+  });
+
+  // The new run has started when a hello for another run arrives.
+  store.on('hello', (msg) => {
+    if (!pending) {
+      if (!box.hidden) explain(); // rights may have changed
+      return;
+    }
+    if (msg.run_id === pending.runId) return;
+    const startLesson = pending.lesson;
+    finish();
+    close(); // the run_reset event says so in a toast of its own
+    if (startLesson) actions.beginLesson();
+  });
+  // A refusal while we wait is the answer to our start: show it where the choice was made.
+  store.on('error', (msg) => {
+    if (!pending) return;
+    finish();
+    explain();
+    say(msg.message || msg.code);
+  });
+
+  return {
+    open,
+    close,
+    toggle: () => (box.hidden ? open() : close()),
+    get isOpen() {
+      return !box.hidden;
+    },
+  };
+}

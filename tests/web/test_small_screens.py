@@ -1,0 +1,265 @@
+"""Small screens in a real browser: at 1024x768 and 1280x720 every toolbar control can be
+reached (directly or from the "more" menu) inside the window and nothing covers the title;
+on a phone (390x844) the scene is drawn in a band of its own, the step and loss show, labels
+start off, and the menu opens with every control inside the screen."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import pytest
+
+# Every button of the toolbar, the labs' included (they arrive a moment after the page).
+BUTTONS = """() => [...document.querySelectorAll('#toolbar button')].map((b) => {
+  const r = b.getBoundingClientRect();
+  const s = getComputedStyle(b);
+  const seen = b.checkVisibility({ checkVisibilityCSS: true, visibilityProperty: true });
+  const shown = r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && seen;
+  const text = b.textContent.trim();
+  return { id: b.id, text, shown, x: r.left, y: r.top, r: r.right, b: r.bottom };
+})"""
+
+RECT = """(sel) => {
+  const e = document.querySelector(sel);
+  if (!e) return null;
+  const r = e.getBoundingClientRect();
+  const seen = e.checkVisibility({ checkVisibilityCSS: true, visibilityProperty: true });
+  const shown = r.width > 0 && r.height > 0 && seen;
+  return { x: r.left, y: r.top, r: r.right, b: r.bottom, shown };
+}"""
+
+
+def inside(box: dict, w: int, h: int) -> bool:
+    return box["x"] >= -0.5 and box["y"] >= -0.5 and box["r"] <= w + 0.5 and box["b"] <= h + 0.5
+
+
+def overlap(a: dict, b: dict) -> bool:
+    apart_x = a["r"] - 1 <= b["x"] or b["r"] - 1 <= a["x"]
+    apart_y = a["b"] - 1 <= b["y"] or b["b"] - 1 <= a["y"]
+    return not (apart_x or apart_y)
+
+
+def wait_labs(page) -> None:
+    page.wait_for_function("document.querySelectorAll('#toolbar .labs button').length >= 3")
+
+
+def reachable_buttons(page, w: int, h: int) -> list[dict]:
+    """Every toolbar button, each seen where a person could click it: in the bar, or in the
+    menu once it is opened. Fails on any that is in neither, or outside the window."""
+    buttons = page.evaluate(BUTTONS)
+    direct = [b for b in buttons if b["shown"]]
+    hidden = [b for b in buttons if not b["shown"]]
+    for b in direct:
+        assert inside(b, w, h), f"{w}x{h}: {b['text']!r} is outside the window: {b}"
+    if hidden:
+        menu = page.locator("#btn-menu")
+        assert menu.is_visible(), f"{w}x{h}: hidden controls and no menu: {hidden}"
+        menu.click()
+        assert page.evaluate("window.trainingRun.menuOpen") is True
+        again = {(b["id"], b["text"]): b for b in page.evaluate(BUTTONS)}
+        for b in hidden:
+            now = again[(b["id"], b["text"])]
+            assert now["shown"], f"{w}x{h}: {b['text']!r} is not in the menu either"
+            assert inside(now, w, h), f"{w}x{h}: {b['text']!r} in the menu is off screen: {now}"
+    return buttons
+
+
+@pytest.mark.parametrize("size", [(1024, 768), (1280, 720)])
+def test_every_toolbar_control_is_reachable_and_the_title_is_clear(page_at, web, size) -> None:
+    w, h = size
+    watch = page_at(viewport={"width": w, "height": h})
+    page = watch.page
+    web.wait_stage(page)
+    wait_labs(page)
+    page.wait_for_function("window.trainingRun.step > 0")
+
+    title = page.evaluate(RECT, ".brand h1")
+    assert title and title["shown"] and inside(title, w, h)
+    # Nothing in the header, and no panel, lies on the title or on the live numbers.
+    stats = page.evaluate(RECT, "#hud-step")
+    loss = page.evaluate(RECT, "#hud-loss")
+    for name in ("#hud-state", "#hud-step", "#hud-loss", "#hud-tps", "#hud-epoch", "#hud-restarts"):
+        box = page.evaluate(RECT, name)
+        assert box["shown"] and inside(box, w, h), name
+    for b in page.evaluate(BUTTONS):
+        if b["shown"]:
+            for other in (title, stats, loss):
+                assert not overlap(b, other), f"{w}x{h}: {b['text']!r} covers the title or stats"
+    for panel in (".time-panel", ".chart-panel", ".probe-panel"):
+        box = page.evaluate(RECT, panel)
+        if box and box["shown"]:
+            for other in (title, stats, loss):
+                assert not overlap(box, other), f"{w}x{h}: {panel} covers the title or stats"
+    web.screenshot(page, f"small_{w}x{h}")
+
+    reachable_buttons(page, w, h)
+    web.screenshot(page, f"small_{w}x{h}_menu")
+    # Choosing from the menu closes it; Esc closes it too.
+    page.keyboard.press("Escape")
+    assert page.evaluate("window.trainingRun.menuOpen") is False
+    assert watch.errors == []
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """(width, height, rows of RGB(A) bytes) of a PNG as Chromium writes it: 8 bits per
+    channel, not interlaced. Enough to ask "is anything drawn here?" without an image library."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, w = 8, b"", 0
+    h = channels = 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            w, h, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert depth == 8
+            channels = {2: 3, 6: 4}[colour]
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = w * channels
+    rows: list[bytes] = []
+    prev = bytearray(stride)
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - channels] if i >= channels else 0
+            b = prev[i]
+            c = prev[i - channels] if i >= channels else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else b if pb <= pc else c
+                line[i] = (line[i] + pred) & 255
+        rows.append(bytes(line[: w * channels : 1]))
+        prev = line
+    return w, h, [bytes(r) for r in rows]
+
+
+def bright_share(png: bytes) -> float:
+    """The share of pixels clearly brighter than the dark background: the drawn scene."""
+    w, h, rows = _png_pixels(png)
+    channels = len(rows[0]) // w
+    lit = 0
+    for row in rows:
+        for x in range(0, w * channels, channels):
+            if row[x] + row[x + 1] + row[x + 2] > 180:
+                lit += 1
+    return lit / (w * h)
+
+
+def test_phone_shows_the_scene_the_numbers_and_a_menu(page_at, web) -> None:
+    w, h = 390, 844
+    watch = page_at(viewport={"width": w, "height": h}, is_mobile=True, has_touch=True)
+    page = watch.page
+    page.wait_for_function("window.trainingRun.stageReady && window.trainingRun.frames > 0")
+    wait_labs(page)
+    page.wait_for_function("window.trainingRun.step > 0")
+
+    # Labels pile up on a narrow screen: they start off there (L or the menu brings them back).
+    assert page.evaluate("window.trainingRun.labels") is False
+    assert page.locator("#labels").is_hidden()
+
+    canvas = page.evaluate(RECT, "#stage")
+    assert canvas["shown"] and canvas["r"] - canvas["x"] >= w - 1
+    assert 200 <= canvas["b"] - canvas["y"] <= h
+    # The middle of the scene is not covered by a panel.
+    mid = page.evaluate(
+        """() => { const r = document.getElementById('stage').getBoundingClientRect();
+        const e = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+        return e ? e.id || e.className : null; }"""
+    )
+    assert mid == "stage", mid
+    page.wait_for_timeout(1500)
+    clip = {
+        "x": canvas["x"],
+        "y": max(0, canvas["y"]),
+        "width": canvas["r"] - canvas["x"],
+        "height": min(h, canvas["b"]) - max(0, canvas["y"]),
+    }
+    share = bright_share(page.screenshot(clip=clip))
+    assert share > 0.01, f"the scene is not visibly drawn on a phone ({share:.4f} lit)"
+
+    for name in ("#hud-step", "#hud-loss", ".brand h1"):
+        box = page.evaluate(RECT, name)
+        assert box["shown"] and inside(box, w, h), name
+    assert page.locator("#hud-loss").inner_text() != "–"
+    web.screenshot(page, "small_phone")
+
+    buttons = reachable_buttons(page, w, h)
+    texts = [b["text"] for b in buttons]
+    for needed in ("pause", "fail a GPU", "tour", "projector", "labels"):
+        assert any(needed in t for t in texts), needed
+    # A finger-sized target for each control in the menu.
+    small = [
+        b["text"]
+        for b in page.evaluate(BUTTONS)
+        if b["shown"] and (b["b"] - b["y"] < 32 or b["r"] - b["x"] < 32)
+    ]
+    assert not small, small
+    web.screenshot(page, "small_phone_menu")
+    page.locator("#btn-labels").click()
+    assert page.evaluate("window.trainingRun.labels") is True
+    assert page.evaluate("window.trainingRun.menuOpen") is False
+    assert watch.errors == []
+
+
+SMALL_PRINT = [
+    "#time-assumption",
+    "#time-total",
+    "#chart-note",
+    "#probe-step",
+    ".stat .k",
+    ".timelegend li:not([hidden])",
+    ".weights-head",
+    ".probe-bars .pct",
+    "#legend",
+    ".colour-key",
+]
+
+
+def test_projector_small_print_reads_from_the_back(page_at, web) -> None:
+    w, h = 1920, 1080
+    watch = page_at("?projector")
+    page = watch.page
+    web.wait_stage(page)
+    wait_labs(page)
+    page.wait_for_function("window.trainingRun.step > 0")
+    page.wait_for_function("document.querySelectorAll('#probe-bars li').length > 0")
+    page.wait_for_function("document.getElementById('time-assumption').textContent !== ''")
+    for sel in SMALL_PRINT:
+        sizes = page.evaluate(
+            """(sel) => [...document.querySelectorAll(sel)]
+              .filter((e) => e.checkVisibility())
+              .map((e) => parseFloat(getComputedStyle(e).fontSize))""",
+            sel,
+        )
+        assert sizes, f"{sel} is not on the page"
+        assert min(sizes) >= 20, f"{sel}: {min(sizes)} px is too small for the back of a room"
+
+    # The panels grew downwards, not into the scene's middle, and cover nothing of the bar.
+    band = {"x": 0.3 * w, "r": 0.7 * w, "y": 0, "b": h}
+    header = [page.evaluate(RECT, s) for s in (".brand h1", "#hud-step", "#hud-loss", "#hud-tps")]
+    header += [b for b in page.evaluate(BUTTONS) if b["shown"]]
+    panels = {s: page.evaluate(RECT, s) for s in (".time-panel", ".chart-panel", ".probe-panel")}
+    for name, box in panels.items():
+        assert box["shown"] and inside(box, w, h), name
+        assert not overlap(box, band), f"{name} reaches into the middle of the scene: {box}"
+        for other in header:
+            assert not overlap(box, other), f"{name} covers {other}"
+    assert not overlap(panels[".time-panel"], panels[".chart-panel"])
+    key = page.evaluate(RECT, ".colour-key")
+    for other in header:
+        assert not overlap(key, other), f"the colour key covers {other}"
+    page.wait_for_timeout(800)
+    web.screenshot(page, "projector_small_print")
+    assert watch.errors == []
