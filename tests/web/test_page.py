@@ -19,10 +19,17 @@ def test_page_opens_clean_and_runs_live(page_at, web) -> None:
     # The step counter moves on its own and the HUD shows the real loss.
     first = web.tr(page, "step")
     page.wait_for_function(f"window.trainingRun.step > {first}", timeout=20_000)
-    loss = web.tr(page, "loss")
-    assert isinstance(loss, float) and 0 < loss < 20
-    assert page.locator("#hud-loss").inner_text() == f"{loss:.3f}"
-    assert int(page.locator("#hud-step").inner_text().replace(",", "")) == web.tr(page, "step")
+    # Read the HUD and the state in one go: a step can land between two separate reads.
+    shown = page.evaluate(
+        """() => ({
+          loss: window.trainingRun.loss, step: window.trainingRun.step,
+          lossText: document.getElementById('hud-loss').textContent,
+          stepText: document.getElementById('hud-step').textContent,
+        })"""
+    )
+    assert isinstance(shown["loss"], float) and 0 < shown["loss"] < 20
+    assert shown["lossText"] == f"{shown['loss']:.3f}"
+    assert int(shown["stepText"].replace(",", "")) == shown["step"]
     page.wait_for_function("document.getElementById('hud-tps').textContent !== '–'")
     assert web.tr(page, "historyLength") >= 1
 
