@@ -1,4 +1,5 @@
-"""The `trainingrun` command: `serve` (the default), `train` (headless) and `memory`."""
+"""The `trainingrun` command: `serve` (the default), `train` (headless), `memory` and
+`estimate`."""
 
 from __future__ import annotations
 
@@ -42,11 +43,18 @@ def _memory(argv: list[str]) -> int:
     return memory_main(argv)
 
 
+def _estimate(argv: list[str]) -> int:
+    from app.estimate_cli import estimate_main
+
+    return estimate_main(argv)
+
+
 # name -> (one line for `trainingrun --help`, entry point); the first is the default.
 COMMANDS: dict[str, tuple[str, Callable[[list[str]], int]]] = {
     "serve": ("serve the live training run on a web page (the default)", _serve),
     "train": ("train headless: a progress bar, or JSON lines with --json", _train),
     "memory": ("how much GPU memory a model needs to serve and to train", _memory),
+    "estimate": ("time, GPU-hours, energy, cost and interruptions of a whole run", _estimate),
 }
 
 

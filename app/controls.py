@@ -16,6 +16,7 @@ from app.engine.timing import PRESETS
 from app.history import new_run_id
 from app.pipe import CheckpointNow, FailGpu, Hold, Reset, RunInfo, StepOnce, WorkerState
 from app.protocol import (
+    PLAN_FIELDS,
     CheckpointControl,
     EventMsg,
     FailGpuControl,
@@ -109,6 +110,13 @@ def new_cluster(current: RunConfig, gpus: int | None, servers: int | None) -> di
     return {"gpus": g, "servers": s, "batch_size": RunConfig.batch_for(g, kept)}
 
 
+def new_plan(ctl: ResetControl) -> dict[str, Any]:
+    """The plan fields a reset names (the rest stay as they are). Whether they fit the
+    cluster and the model is RunConfig's to say (app/engine/plan.py `plan_problems`): a
+    changed model layout means a fresh run, which is what a reset starts."""
+    return {k: v for k in PLAN_FIELDS if (v := getattr(ctl, k)) is not None}
+
+
 async def reset(r: Runner, ctl: ResetControl) -> list[EventMsg]:
     if ctl.preset is not None and ctl.preset not in PRESETS:
         known = ", ".join(sorted(PRESETS))
@@ -118,9 +126,10 @@ async def reset(r: Runner, ctl: ResetControl) -> list[EventMsg]:
     changes: dict[str, Any] = {k: v for k, v in named.items() if v is not None}
     if ctl.gpus is not None or ctl.servers is not None:
         changes |= new_cluster(current, ctl.gpus, ctl.servers)
+    changes |= new_plan(ctl)
     try:
         config = current.with_(**changes)
-    except ValueError as exc:  # RunConfig's own rules, the batch rule among them
+    except ValueError as exc:  # RunConfig's own rules: the batch's, the plan's
         raise ControlError("bad_config", str(exc)) from None
     run_id = new_run_id()
     r.history.start_run(run_id, config.to_dict())

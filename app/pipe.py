@@ -70,6 +70,10 @@ class RunInfo:
     restarts: int
     startup_events: list[EventMsg]
     checkpoints: list[CheckpointMsg]
+    # The parallel plan ({dp, tp, pp, ep, microbatches, schedule, experts, top_k}) and what
+    # each GPU does under it (protocol.RoleMsg), as the engine's Plan says.
+    plan: dict[str, Any] | None = None
+    roles: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

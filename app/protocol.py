@@ -196,6 +196,19 @@ class ProbeMsg(_Out):
     weights_name: str
 
 
+class PlanStatsMsg(_Out):
+    """What the run's parallel plan cost in this step, measured (app/engine/report.py)."""
+
+    bubble_fraction: float = Field(
+        description="share of the pipeline's stage time spent idle (0 without a pipeline)"
+    )
+    peak_activation_bytes: int = Field(description="the most any GPU held at once")
+    stage_activation_bytes: list[int] = Field(description="each pipeline stage's peak")
+    traffic_bytes: dict[str, int] = Field(
+        description="bytes sent between GPUs in the step, by trace event kind"
+    )
+
+
 class StepFields(_Out):
     """Every field of the engine's StepReport, as it travels on the wire."""
 
@@ -215,6 +228,9 @@ class StepFields(_Out):
     memory: list[MemoryMsg]
     probe: ProbeMsg | None = None
     events: list[EventMsg] = Field(default_factory=list)
+    plan_stats: PlanStatsMsg | None = Field(
+        default=None, description="the plan's measured figures; null in older recorded frames"
+    )
 
 
 class StepMsg(StepFields):
@@ -325,6 +341,34 @@ class ConfigMsg(_Out):
     schedule: str = Field(default="1f1b", description="pipeline schedule: gpipe or 1f1b")
 
 
+class PlanMsg(_Out):
+    """The run's parallel plan: dp x tp x pp = GPUs (app/engine/plan.py)."""
+
+    dp: int = Field(description="data-parallel copies of the whole pipeline")
+    tp: int = Field(description="GPUs each layer is split over (tensor parallel)")
+    pp: int = Field(description="pipeline stages the layers are cut into")
+    ep: int = Field(description="GPUs each layer's experts are shared out over")
+    microbatches: int = Field(description="microbatches each copy's batch is cut into")
+    schedule: str = Field(description="pipeline schedule: gpipe or 1f1b")
+    experts: int = Field(description="experts per MoE layer; 0: a dense MLP")
+    top_k: int = Field(description="experts each token is routed to")
+
+
+class RoleMsg(_Out):
+    """What one GPU does under the plan."""
+
+    gpu: int
+    dp: int = Field(description="its data-parallel copy")
+    stage: int = Field(description="its pipeline stage")
+    tp: int = Field(description="its tensor-parallel rank within the layer's split")
+    ep: int = Field(description="its expert-parallel rank")
+    layers: tuple[int, int] = Field(description="the layers its stage holds: [first, last + 1)")
+    experts: tuple[int, int] = Field(
+        description="the experts it holds in each MoE layer: [first, last + 1); [0, 0]: none"
+    )
+    holds: str = Field(description="what it holds, in words")
+
+
 class PresetMsg(_Out):
     """The simulated hardware: named public figures the timing model assumes."""
 
@@ -345,6 +389,8 @@ class HelloMsg(_Out):
     preset: PresetMsg
     n_params: int
     vocab_size: int
+    plan: PlanMsg
+    roles: list[RoleMsg] = Field(description="one per GPU, in GPU order")
     trace_kinds: list[TraceKindMsg] = Field(default_factory=trace_kinds)
     trace_groups: list[TraceGroupMsg] = Field(default_factory=trace_groups)
 
@@ -441,6 +487,8 @@ class ResetControl(_In):
     Fields left out keep the current run's value. A new cluster shape must be one the server
     could start with: `gpus` at most the server's cap (the same bound as its `--gpus`),
     spread evenly over `servers`; the runner answers `bad_config` naming the rule otherwise.
+    So must a new plan: the engine's rules (app/engine/plan.py `plan_problems`) decide, and
+    `bad_config` names the rule a plan breaks.
     """
 
     action: Literal["reset"]
@@ -452,6 +500,34 @@ class ResetControl(_In):
     servers: StrictInt | None = Field(
         default=None, ge=1, le=1024, description="servers the GPUs are spread evenly over"
     )
+    # The plan (app/engine/plan.py). Its rules are the engine's; the bounds are the server's
+    # own (the same as its --tp, --layers, ... options), so no client can ask for more.
+    tp: StrictInt | None = Field(
+        default=None, ge=1, le=64, description="GPUs each layer is split over, in one server"
+    )
+    pp: StrictInt | None = Field(default=None, ge=1, le=32, description="pipeline stages")
+    ep: StrictInt | None = Field(
+        default=None, ge=1, le=64, description="GPUs each layer's experts are shared over"
+    )
+    microbatches: StrictInt | None = Field(
+        default=None, ge=1, le=256, description="microbatches per data-parallel copy"
+    )
+    schedule: str | None = Field(
+        default=None, min_length=1, max_length=16, description="gpipe or 1f1b"
+    )
+    experts: StrictInt | None = Field(
+        default=None, ge=0, le=64, description="experts per MoE layer; 0: a dense MLP"
+    )
+    top_k: StrictInt | None = Field(
+        default=None, ge=1, le=64, description="experts each token is routed to"
+    )
+    n_layer: StrictInt | None = Field(
+        default=None, ge=1, le=32, description="transformer layers (--layers)"
+    )
+
+
+# The plan's fields a reset may set, as RunConfig names them.
+PLAN_FIELDS = ("tp", "pp", "ep", "microbatches", "schedule", "experts", "top_k", "n_layer")
 
 
 class FailGpuControl(_In):

@@ -283,6 +283,8 @@ class RunView:
                 preset=i.preset,
                 n_params=i.n_params,
                 vocab_size=i.vocab_size,
+                plan=i.plan,
+                roles=i.roles,
             ).model_dump_json()
             self._hello_cache[can_control] = text
         return text

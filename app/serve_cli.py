@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from app.cli import CommandParser
 from app.engine.config import RunConfig
+from app.engine.plan import SCHEDULES, plan_problems
 from app.engine.timing import PRESETS
 from app.protocol import parse_speed
 from app.rundir import check_run_dir
@@ -66,6 +67,51 @@ def build_parser() -> argparse.ArgumentParser:
         "--checkpoint-every",
         type=int,
         help=f"steps between checkpoints, 0 for none (default {_default('checkpoint_every')})",
+    )
+    p.add_argument(
+        "--layers",
+        type=int,
+        help=f"transformer layers of the model (default {RunConfig.n_layer})",
+    )
+    p.add_argument(
+        "--experts",
+        type=int,
+        help="experts per layer: each layer's MLP becomes a mixture of experts "
+        f"(default {RunConfig.experts}: a dense MLP)",
+    )
+    p.add_argument(
+        "--top-k",
+        type=int,
+        help=f"experts each token is routed to, with --experts (default {RunConfig.top_k})",
+    )
+    p.add_argument(
+        "--tp",
+        type=int,
+        help="tensor parallel: GPUs each layer is split over, inside one server "
+        f"(default {RunConfig.tp})",
+    )
+    p.add_argument(
+        "--pp",
+        type=int,
+        help=f"pipeline parallel: stages the layers are split into (default {RunConfig.pp})",
+    )
+    p.add_argument(
+        "--ep",
+        type=int,
+        help="expert parallel: GPUs that share out each layer's experts, needs --experts "
+        f"(default {RunConfig.ep})",
+    )
+    p.add_argument(
+        "--microbatches",
+        type=int,
+        help="microbatches each data-parallel copy's batch is cut into "
+        f"(default {RunConfig.microbatches})",
+    )
+    p.add_argument(
+        "--schedule",
+        choices=SCHEDULES,
+        help="pipeline schedule: all forwards then all backwards (gpipe), or one forward "
+        f"one backward (1f1b) (default {RunConfig.schedule})",
     )
     p.add_argument(
         "--speed", help="lesson (a step every 2 s, the default), max, or steps per second"
@@ -134,6 +180,46 @@ def _settings_error(parser: argparse.ArgumentParser, exc: ValidationError, given
     return "; ".join(problems)
 
 
+# RunConfig's names for the settings that differ (the rest are the same).
+CONFIG_TO_SETTING = {"n_layer": "layers"}
+NOT_OPTIONS = {"n_head": "the model's heads", "n_embd": "the model's width"}
+
+
+def _plan_problems(parser: argparse.ArgumentParser, settings: Settings, given: dict) -> list[str]:
+    """The plan's rules (the engine's own), each naming the option or the variable the value
+    came from."""
+    options = {a.dest: a.option_strings[-1] for a in parser._actions if a.option_strings}
+
+    def where(field: str) -> str:
+        if field in NOT_OPTIONS:
+            return NOT_OPTIONS[field]
+        name = CONFIG_TO_SETTING.get(field, field)
+        if name in given or name not in settings.model_fields_set:
+            return options.get(name, field)
+        return f"TRAININGRUN_{name.upper()}"
+
+    fields = (
+        "gpus", "batch_size", "n_layer", "experts", "top_k", "tp", "pp", "ep",
+        "microbatches", "schedule", "n_head", "n_embd",
+    )  # fmt: skip
+    return plan_problems(
+        gpus=settings.gpus,
+        servers=settings.servers,
+        n_layer=settings.layers,
+        n_head=RunConfig.n_head,
+        n_embd=RunConfig.n_embd,
+        batch_size=settings.effective_batch_size,
+        tp=settings.tp,
+        pp=settings.pp,
+        ep=settings.ep,
+        microbatches=settings.microbatches,
+        schedule=settings.schedule,
+        experts=settings.experts,
+        top_k=settings.top_k,
+        names={f: where(f) for f in fields},
+    )
+
+
 def settings_from_args(argv: list[str]) -> Settings:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -152,6 +238,9 @@ def settings_from_args(argv: list[str]) -> Settings:
         parser.error(f"preset must be one of {', '.join(sorted(PRESETS))}, not {settings.preset!r}")
     if settings.log_level not in LOG_LEVELS:
         parser.error(f"log level must be one of {', '.join(LOG_LEVELS)}")
+    problems = _plan_problems(parser, settings, given)
+    if problems:
+        parser.error("; ".join(problems))
     try:
         settings.run_config()  # the cluster's shape: gpus over servers, batch over gpus
     except ValueError as exc:

@@ -64,6 +64,16 @@ class Settings(BaseSettings):
     seed: int = Field(default=0, ge=0)
     batch_size: int | None = Field(default=None, ge=1)
     checkpoint_every: int = Field(default=50, ge=0)
+    # The model and the parallel plan (app/engine/plan.py): bounded as a reset's are
+    # (protocol.ResetControl); whether they fit together is the engine's to say.
+    layers: int = Field(default=RunConfig.n_layer, ge=1, le=32)
+    experts: int = Field(default=RunConfig.experts, ge=0, le=64)
+    top_k: int = Field(default=RunConfig.top_k, ge=1, le=64)
+    tp: int = Field(default=RunConfig.tp, ge=1, le=64)
+    pp: int = Field(default=RunConfig.pp, ge=1, le=32)
+    ep: int = Field(default=RunConfig.ep, ge=1, le=64)
+    microbatches: int = Field(default=RunConfig.microbatches, ge=1, le=256)
+    schedule: str = RunConfig.schedule
 
     # Pacing and fan-out
     speed: str | float = "lesson"
@@ -118,15 +128,24 @@ class Settings(BaseSettings):
             preset=self.preset,
             batch_size=self.effective_batch_size,
             checkpoint_every=self.checkpoint_every,
+            n_layer=self.layers,
+            experts=self.experts,
+            top_k=self.top_k,
+            tp=self.tp,
+            pp=self.pp,
+            ep=self.ep,
+            microbatches=self.microbatches,
+            schedule=self.schedule,
         )
 
     def runner_options(self) -> RunnerOptions:
         """What the runner needs, as plain values: it never sees these settings."""
         config_fields = {f.name for f in dataclasses.fields(RunConfig)}
+        named = {"n_layer" if f == "layers" else f for f in self.model_fields_set}
         return RunnerOptions(
             run_dir=self.run_dir,
             config=self.run_config(),
-            explicit=frozenset(self.model_fields_set & config_fields),
+            explicit=frozenset(named & config_fields),
             fresh=self.fresh,
             speed=self.speed,
             lesson_interval_s=self.lesson_interval_s,

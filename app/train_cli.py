@@ -14,6 +14,7 @@ from app.engine.config import RunConfig
 from app.engine.lake import DataError
 from app.engine.plan import SCHEDULES, plan_problems
 from app.engine.report import Diverged, json_number
+from app.engine.steptrace import FAULT_KINDS
 from app.engine.timing import PRESETS
 from app.engine.trace import bytes_by_kind
 from app.rundir import check_run_dir
@@ -32,6 +33,23 @@ def _fail_at(text: str) -> tuple[int, int]:
     if step_i < 1 or gpu_i < 0:
         raise argparse.ArgumentTypeError(f"STEP must be >= 1 and GPU >= 0, got {text!r}")
     return step_i, gpu_i
+
+
+def _fault(text: str) -> tuple[str, int, int]:
+    try:
+        kind, step, target = text.split(":")
+        step_i, target_i = int(step), int(target)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected KIND:STEP:TARGET, e.g. straggler:40:3, got {text!r}"
+        ) from None
+    if kind not in FAULT_KINDS:
+        raise argparse.ArgumentTypeError(
+            f"KIND must be one of {', '.join(FAULT_KINDS)}, got {kind!r}"
+        )
+    if step_i < 1 or target_i < 0:
+        raise argparse.ArgumentTypeError(f"STEP must be >= 1 and TARGET >= 0, got {text!r}")
+    return kind, step_i, target_i
 
 
 # The plan's rules (app/engine/plan.py) say the options' names here.
@@ -100,6 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="STEP:GPU",
         help="fail GPU during STEP (repeatable)",
+    )
+    p.add_argument(
+        "--fault",
+        type=_fault,
+        action="append",
+        default=[],
+        metavar="KIND:STEP:TARGET",
+        help="a fault at scale during STEP (repeatable): dead:STEP:GPU, straggler:STEP:GPU "
+        "(its compute twice as slow), data_stall:STEP:MS (the loader keeps every GPU "
+        "waiting MS simulated milliseconds) or link:STEP:GPU (the ring hop out of GPU is "
+        "cut and goes the long way); only the simulated time changes",
     )
     p.add_argument("--data", default=None, help="a text file or folder to train on instead")
     p.add_argument(
@@ -344,6 +373,12 @@ def train_main(argv: list[str] | None = None) -> int:
     note = _opening_note(trainer, args.run_dir, args.steps)
     if note:
         print(note, file=sys.stderr)
+    for kind, step, target in args.fault:
+        try:
+            trainer.inject(kind, target, start=step)
+        except ValueError as e:
+            trainer.close(final_checkpoint=False)
+            parser.error(f"--fault {kind}:{step}:{target}: {e}")
     for step, gpu in args.fail_at:
         if step <= trainer.step:
             print(

@@ -70,7 +70,40 @@ def run_info(trainer: Trainer, run_id: str) -> RunInfo:
         restarts=int(trainer.restarts),
         startup_events=[event_msg(e) for e in trainer.startup_events],
         checkpoints=checkpoint_msgs(trainer),
+        plan=plan_info(trainer),
+        roles=roles(trainer),
     )
+
+
+def plan_info(trainer: Trainer) -> dict[str, Any]:
+    c = trainer.config
+    return {**trainer.plan.to_dict(), "experts": c.experts, "top_k": c.top_k}
+
+
+def roles(trainer: Trainer) -> list[dict[str, Any]]:
+    """What each GPU does under the plan: its copy, stage, tensor and expert rank, the
+    layers of its stage and the experts it holds (expert parallelism gives ep rank r the
+    experts [r * experts / ep, (r + 1) * experts / ep) of every MoE layer)."""
+    plan, c = trainer.plan, trainer.config
+    per_stage = c.n_layer // plan.pp
+    per_rank = c.experts // plan.ep
+    out = []
+    for g in range(plan.gpus):
+        d, s, t = plan.coords(g)
+        e = plan.ep_rank(g)
+        out.append(
+            {
+                "gpu": g,
+                "dp": d,
+                "stage": s,
+                "tp": t,
+                "ep": e,
+                "layers": (s * per_stage, (s + 1) * per_stage),
+                "experts": (e * per_rank, (e + 1) * per_rank),
+                "holds": plan.describe(g),
+            }
+        )
+    return out
 
 
 def die_with_parent(parent_pid: int | None) -> bool:

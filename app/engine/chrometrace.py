@@ -58,9 +58,12 @@ def chrome_trace(
     for g, s in enumerate(server_of):
         events.append(_meta("thread_name", s, g, {"name": f"GPU {g}"}))
         events.append(_meta("thread_sort_index", s, g, {"sort_index": g}))
-    # Pipeline sends and receives run beside compute: they get a thread of their own per
-    # GPU (its copy engine), so that no slice of a GPU's own thread overlaps another.
-    copiers = sorted({g for p in trace.p2p for g in (p.src, p.dst)})
+    # Pipeline sends and receives, and gradient buckets all-reduced during the backward, run
+    # beside compute: they get a thread of their own per GPU (its copy engine / second
+    # stream), so that no slice of a GPU's own thread overlaps another.
+    copiers = {g for p in trace.p2p for g in (p.src, p.dst)}
+    copiers |= {g for r in trace.rings if KINDS[r.kind]["overlaps"] for g in r.ring}
+    copiers = sorted(copiers)
     for g in copiers:
         events.append(_meta("thread_name", server_of[g], COPY_TID + g, {"name": f"GPU {g} copies"}))
         events.append(_meta("thread_sort_index", server_of[g], COPY_TID + g, {"sort_index": g}))

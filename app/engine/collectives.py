@@ -6,6 +6,10 @@ all-gather passes then hand every finished chunk around the ring. In every pass 
 sends exactly one chunk to its right-hand neighbour, so every link carries the same load:
 2(G-1)/G of the buffer per GPU, whatever G is.
 
+The trace counts the bytes each chunk takes on the wire: the buffer's own itemsize, or
+`wire_itemsize` where the simulated cluster sends the numbers in another format (BF16
+gradients of a mixed-precision run while the arithmetic here is float32).
+
 The maths runs in place on a (G, G, chunk) view of one padded buffer, so the only copies
 are the chunks that really travel; the trace keeps compact per-pass arrays and builds
 per-send records only when asked.
@@ -122,6 +126,7 @@ def ring_allreduce(
     link_kind: Callable[[int, int], str] | None = None,
     op: str = "sum",
     record_values: bool = False,
+    wire_itemsize: int | None = None,
 ):
     """All-reduce G buffers of n elements, shape (G, n), around a ring.
 
@@ -137,7 +142,13 @@ def ring_allreduce(
     work = xp.zeros((g, padded_width(n, g)), dtype=buffers.dtype)
     work[:, :n] = buffers
     trace = ring_allreduce_(
-        work, n, ring=ring, link_kind=link_kind, op=op, record_values=record_values
+        work,
+        n,
+        ring=ring,
+        link_kind=link_kind,
+        op=op,
+        record_values=record_values,
+        wire_itemsize=wire_itemsize,
     )
     return work[:, :n], trace
 
@@ -150,8 +161,10 @@ def ring_allreduce_(
     link_kind: Callable[[int, int], str] | None = None,
     op: str = "sum",
     record_values: bool = False,
+    wire_itemsize: int | None = None,
 ) -> RingTrace:
-    """In place: `work` is (G, padded_width(n, G)) with real data in its first n columns."""
+    """In place: `work` is (G, padded_width(n, G)) with real data in its first n columns.
+    `wire_itemsize`: bytes a number takes on the wire (default: the buffer's itemsize)."""
     if op not in ("sum", "mean"):
         raise ValueError("op must be 'sum' or 'mean'")
     g = work.shape[0]
@@ -162,7 +175,7 @@ def ring_allreduce_(
         raise ValueError("work must be padded to padded_width(n, G) columns")
     bounds = chunk_bounds(n, g)
     sizes = [b - a for a, b in bounds]
-    itemsize = work.dtype.itemsize
+    itemsize = int(wire_itemsize) if wire_itemsize else work.dtype.itemsize
     kinds = [link_kind(ids[i], ids[(i + 1) % g]) if link_kind else "link" for i in range(g)]
     trace = RingTrace(
         gpus=g, elements=n, itemsize=itemsize, chunk_bounds=bounds, ring=ids, links=kinds

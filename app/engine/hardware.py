@@ -3,9 +3,10 @@
 The timing presets (app/engine/timing.py) and the concept labs (app/labs/hardware.py) both
 refer to these entries rather than repeating their numbers. Figures are from the named
 public specifications, in decimal units as the datasheets count them (1 GB = 1e9 bytes).
-FLOP/s are dense BF16 tensor-core peaks, without structured sparsity. NVLink is one
-direction per GPU: the datasheets quote both directions added together, so they show twice
-the figure kept here. Power is the board's maximum thermal design power (TDP).
+FLOP/s are dense tensor-core peaks, without structured sparsity: BF16 (FP16 on the V100,
+which has no BF16; mixed-precision training on it used FP16), and FP8 where the GPU has it.
+NVLink is one direction per GPU: the datasheets quote both directions added together, so
+they show twice the figure kept here. Power is the board's maximum thermal design power (TDP).
 """
 
 from __future__ import annotations
@@ -22,14 +23,17 @@ class GpuDatasheet:
     nvlink_bytes_per_s: float  # per GPU, one direction
     power_w: float  # board maximum TDP
     document: str  # the public specification the figures come from
+    fp8_flops: float | None = None  # dense FP8 tensor-core peak, FLOP/s; None: no FP8
+    half_format: str = "BF16"  # the 16-bit format of `bf16_flops` (FP16 on the V100)
 
     @property
     def source(self) -> str:
         """The document and the figures taken from it, as shown next to every result."""
+        fp8 = f"{self.fp8_flops / 1e12:,g} TFLOPS dense FP8, " if self.fp8_flops else ""
         return (
             f"{self.document}: {self.memory_bytes / 1e9:g} GB HBM at "
             f"{self.hbm_bytes_per_s / 1e9:,.0f} GB/s, "
-            f"{self.bf16_flops / 1e12:,g} TFLOPS dense BF16, "
+            f"{self.bf16_flops / 1e12:,g} TFLOPS dense {self.half_format}, {fp8}"
             f"NVLink {2 * self.nvlink_bytes_per_s / 1e9:,.0f} GB/s (both directions), "
             f"{self.power_w:,.0f} W"
         )
@@ -63,6 +67,20 @@ H100_SXM = GpuDatasheet(
     nvlink_bytes_per_s=450e9,
     power_w=700.0,
     document="NVIDIA H100 Tensor Core GPU datasheet (H100 SXM)",
+    fp8_flops=1_979e12,
+)
+
+# The H800 is the H100 SXM with its NVLink cut to 400 GB/s (both directions) for export;
+# compute, memory and power are the H100 SXM's. DeepSeek-V3 trained on it.
+H800_SXM = GpuDatasheet(
+    label="NVIDIA H800 SXM 80 GB",
+    memory_bytes=80 * 10**9,
+    bf16_flops=989e12,
+    hbm_bytes_per_s=3_350e9,
+    nvlink_bytes_per_s=200e9,
+    power_w=700.0,
+    document="NVIDIA H800 Tensor Core GPU datasheet (H800 SXM5)",
+    fp8_flops=1_979e12,
 )
 
 H200_SXM = GpuDatasheet(
@@ -73,6 +91,7 @@ H200_SXM = GpuDatasheet(
     nvlink_bytes_per_s=450e9,
     power_w=700.0,
     document="NVIDIA H200 Tensor Core GPU datasheet (H200 SXM)",
+    fp8_flops=1_979e12,
 )
 
 # HGX B200 quotes its eight GPUs together; one GPU's share is an eighth. The B200 package
@@ -87,8 +106,22 @@ B200_HGX = GpuDatasheet(
     power_w=1000.0,
     document=(
         "NVIDIA HGX B200 specifications (8 GPUs: 1.44 TB HBM3e at 64 TB/s, "
-        "18 PFLOPS dense FP16/BF16; one GPU's eighth shown)"
+        "18 PFLOPS dense FP16/BF16, 36 PFLOPS dense FP8; one GPU's eighth shown)"
     ),
+    fp8_flops=36e15 / HGX_B200_GPUS,
+)
+
+# The V100 has no BF16: its tensor cores run FP16, and mixed-precision training on it used
+# FP16 with loss scaling; 125 TFLOPS is that FP16 tensor peak (SXM2).
+V100_SXM2_32GB = GpuDatasheet(
+    label="NVIDIA V100 SXM2 32 GB",
+    memory_bytes=32 * 10**9,
+    bf16_flops=125e12,
+    hbm_bytes_per_s=900e9,
+    nvlink_bytes_per_s=150e9,
+    power_w=300.0,
+    document="NVIDIA Tesla V100 GPU datasheet (V100 SXM2)",
+    half_format="FP16",
 )
 
 DATASHEETS: dict[str, GpuDatasheet] = {
@@ -97,4 +130,6 @@ DATASHEETS: dict[str, GpuDatasheet] = {
     "h100-sxm": H100_SXM,
     "h200-sxm": H200_SXM,
     "b200-hgx": B200_HGX,
+    "h800-sxm": H800_SXM,
+    "v100-sxm2-32gb": V100_SXM2_32GB,
 }

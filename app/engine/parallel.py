@@ -36,6 +36,7 @@ from . import model as M
 from .backend import dtype_of, xp
 from .cluster import Topology
 from .collectives import RingTrace, padded_width, ring_allreduce_
+from .gradsync import SyncRing, add_grad_sync
 from .optim import AdamW
 from .pipeline import Timeline, run_order, simulate
 from .plan import Plan
@@ -51,12 +52,15 @@ from .sharding import (
 )
 from .stage import Stage, StageComm
 from .timing import (
+    ACTIVATION_WIRE_BYTES,
+    GRAD_WIRE_BYTES,
     HardwarePreset,
     all_to_all_round_seconds,
     compute_seconds,
     hop_seconds,
+    layer_kernels,
     optimizer_seconds,
-    ring_pass_times,
+    rails_of,
     ring_seconds_by_pass,
 )
 from .trace import StepTrace, StepTraceBuilder
@@ -283,7 +287,14 @@ class ShardedModel:
         for name, size in zip(names, sizes, strict=True):
             work[:, off : off + size] = xp.reshape(grads[name][rows], (g, size))
             off += size
-        trace = ring_allreduce_(work, n, ring=gpus, link_kind=topology.link_kind, op=op)
+        trace = ring_allreduce_(
+            work,
+            n,
+            ring=gpus,
+            link_kind=topology.link_kind,
+            op=op,
+            wire_itemsize=GRAD_WIRE_BYTES,  # a mixed-precision cluster sends BF16 gradients
+        )
         off = 0
         for name, size in zip(names, sizes, strict=True):
             grads[name][rows] = xp.reshape(work[:, off : off + size], (g, *grads[name].shape[1:]))
@@ -350,10 +361,18 @@ class ShardedModel:
         opt_walls: list[float],
         checkpoint_s: float = 0.0,
         checkpoint_wall: float | None = None,
+        checkpoint_lanes: list[int] | None = None,
     ) -> tuple[StepTrace, Timeline]:
-        plan, itemsize = self.plan, self.itemsize
+        """The step's lanes on the simulated hardware. Activations and gradients travel as
+        BF16 (timing.py: a mixed-precision cluster), whatever dtype the numbers here are
+        computed in; each op's compute has the kernel floor of its layers; each stage's
+        gradients are all-reduced in buckets beside its last backward (gradsync.py); the
+        checkpoint is written by `checkpoint_lanes` (one GPU per shard) while the rest wait."""
+        plan, itemsize = self.plan, ACTIVATION_WIRE_BYTES
+        wire = ACTIVATION_WIRE_BYTES / self.itemsize  # bytes recorded here -> bytes on the wire
         dp, tp, ep = plan.dp, plan.tp, plan.ep
         link = functools.cache(topology.link_kind)
+        server_of = [g.server for g in topology.gpus]
         b = StepTraceBuilder(plan.gpus)
         b.add_span("data", 0.0, data_s, wall_s=data_wall)
         stage_gpus = [plan.stage_gpus(s) for s in range(plan.pp)]
@@ -377,13 +396,22 @@ class ShardedModel:
                 groups.append((ring, links, cb, ring_seconds_by_pass(preset, links, cb)))
             return max(sum(g[3]) for g in groups), groups
 
-        # Price every segment of every op: (kind, seconds, per-group detail).
+        # Price every segment of every op: (kind, seconds, per-group detail). An op's kernels
+        # (its stage's layers, and the embedding or head on the first and last stage) are
+        # shared out over its compute segments in proportion to their FLOPs.
         priced: dict[tuple[int, str, int], list[tuple[str, float, Any]]] = {}
+        last_stage = plan.pp - 1
         for (s, kind, m), program in run.programs.items():
             segs = []
+            pass_kind = "forward" if kind == "F" else "backward"
+            kernels = layer_kernels(pass_kind, len(self.stages[s].layers), outside=False)
+            if s in (0, last_stage):  # the embedding and the head (one stage when pp is 1)
+                kernels += layer_kernels(pass_kind, 0)
+            op_flops = sum(arg for what, arg in program if what == "compute") or 1.0
             for what, arg in program:
                 if what == "compute":
-                    segs.append(("compute", compute_seconds(preset, arg), None))
+                    share = kernels * arg / op_flops
+                    segs.append(("compute", compute_seconds(preset, arg, share), None))
                 elif what == "tp_allreduce":
                     seconds, groups = tp_joins(s, tuple(arg[1]))
                     segs.append(("tp_allreduce", seconds, groups))
@@ -392,7 +420,7 @@ class ShardedModel:
                     groups = []
                     for grp in ep_groups(s):
                         gpus = [rows[r] for r in grp]
-                        nb = [[int(arg[i, j]) for j in grp] for i in grp]
+                        nb = [[int(arg[i, j] * wire) for j in grp] for i in grp]
                         ln = [[link(a, c) if a != c else "" for c in gpus] for a in gpus]
                         groups.append((gpus, nb, ln, all_to_all_round_seconds(preset, nb, ln)))
                     segs.append(("all_to_all", max(sum(g[3]) for g in groups), groups))
@@ -406,9 +434,11 @@ class ShardedModel:
                 (plan.gpu(d, src, t), plan.gpu(d, dst, t)) for d in range(dp) for t in range(tp)
             ]
 
+        send_bytes = int(run.send_bytes * wire)
+
         @functools.cache
         def hop(a: int, c: int) -> float:
-            return hop_seconds(preset, run.send_bytes, link(a, c))
+            return hop_seconds(preset, send_bytes, link(a, c))
 
         @functools.cache
         def send_seconds(kind: str, m: int, src: int, dst: int) -> float:
@@ -461,7 +491,7 @@ class ShardedModel:
                     hop(a, c),
                     src=a,
                     dst=c,
-                    nbytes=run.send_bytes,
+                    nbytes=send_bytes,
                     link=link(a, c),
                     mb=tr.mb,
                 )
@@ -473,31 +503,26 @@ class ShardedModel:
                 if op.t0 + T0 > t:
                     b.add_span("wait", t, op.t0 + T0 - t, lanes=lanes)
                 t = T0 + op.t1
-            for experts in (False, True):
-                mine = [r for r in rings if r.stage == s and r.experts == experts]
-                if not mine:
-                    continue
-                durs = []
-                for r in mine:
-                    durs.append(
-                        b.add_ring(
-                            "allreduce",
-                            t,
-                            ring_pass_times(preset, r.trace),
-                            ring=r.gpus,
-                            links=r.trace.links,
-                            chunk_bytes=[
-                                (hi - lo) * r.trace.itemsize for lo, hi in r.trace.chunk_bounds
-                            ],
-                            wall_s=r.wall_s,
-                        )
+            # The stage's gradients go out in buckets beside its last backward: the dense
+            # groups' rings first, then the experts' (gradsync.py).
+            last_b = max((op for op in tl.stage_ops(s) if op.kind == "B"), key=lambda o: o.t1)
+            phases = [
+                [
+                    SyncRing(
+                        gpus=r.gpus,
+                        links=r.trace.links,
+                        elements=r.trace.elements,
+                        rails=rails_of(r.gpus, server_of),
+                        wall_s=r.wall_s,
                     )
-                longest = max(durs)
-                for r, took in zip(mine, durs, strict=True):
-                    if took < longest:
-                        b.add_span("wait", t + took, longest - took, lanes=r.gpus)
-                t += longest
-            opt_s = optimizer_seconds(preset, self.params_per_gpu(s), itemsize)
+                    for r in rings
+                    if r.stage == s and r.experts == experts
+                ]
+                for experts in (False, True)
+            ]
+            window = (T0 + last_b.t0, T0 + last_b.t1)
+            t = add_grad_sync(b, preset, [p for p in phases if p], window=window)
+            opt_s = optimizer_seconds(preset, self.params_per_gpu(s))
             b.add_span("optimizer", t, opt_s, lanes=lanes, wall_s=opt_walls[s])
             ends.append(t + opt_s)
         end = max(ends)
@@ -505,7 +530,11 @@ class ShardedModel:
             if e < end:
                 b.add_span("wait", e, end - e, lanes=stage_gpus[s])
         if checkpoint_s or checkpoint_wall is not None:
-            b.add_span("checkpoint", end, checkpoint_s, wall_s=checkpoint_wall)
+            writers = list(range(plan.gpus)) if checkpoint_lanes is None else checkpoint_lanes
+            b.add_span("checkpoint", end, checkpoint_s, lanes=writers, wall_s=checkpoint_wall)
+            others = sorted(set(range(plan.gpus)) - set(writers))
+            if others:
+                b.add_span("wait", end, checkpoint_s, lanes=others)
             end += checkpoint_s
         return b.done(end), tl
 

@@ -108,6 +108,18 @@ class Probe:
 
 
 @dataclass
+class PlanStats:
+    """What the step's parallel plan cost, measured on this step (small, for the wire)."""
+
+    # Idle stage time over all stages' time in the pipeline's span (0 without a pipeline).
+    bubble_fraction: float = 0.0
+    peak_activation_bytes: int = 0  # the most any GPU held at once during the step
+    stage_activation_bytes: list[int] = field(default_factory=list)  # per stage: its peak
+    # Bytes sent between GPUs in the step by trace event kind ("allreduce", "p2p", ...).
+    traffic_bytes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
 class StepReport:
     step: int  # step just completed (1 after the first update)
     epoch: int
@@ -125,6 +137,7 @@ class StepReport:
     memory: list[GpuMemory]
     probe: Probe | None = None
     events: list[Event] = field(default_factory=list)
+    plan_stats: PlanStats = field(default_factory=PlanStats)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -3,9 +3,11 @@
 A step is a schedule, not a fixed list of phases. Every GPU has a lane; each event on it has
 a kind (what the GPU is doing), a start and a duration in simulated seconds, the measured
 wall time here where there is one, and, for transfers, the peer, the bytes and the link. A
-data-parallel step is six spans that every lane shares (data, forward, backward, the ring
-all-reduce, the update, and a checkpoint when one is written); pipeline stages, microbatches,
-tensor-parallel joins and expert traffic add events to the same lanes.
+data-parallel step is spans that every lane shares (data, forward, backward, the update) and
+the gradient all-reduce in buckets (a ring each; those that start during the backward run
+beside it), then a checkpoint when one is written: on the lanes of the GPUs that write it,
+the others waiting; pipeline stages, microbatches, tensor-parallel joins and expert traffic
+add events to the same lanes.
 
 The trace is kept and sent in a compact form, which `expand` turns into full lanes:
 
@@ -39,13 +41,20 @@ from dataclasses import dataclass, field
 
 # Every kind of event, the time-bar group it adds to, and whether it moves data between GPUs.
 # The page reads this table from the `hello` message; it is the one list of kinds there is.
-# `overlaps`: runs beside the lane's other events (on a copy engine), adding no time to it.
+# `overlaps`: runs beside the lane's other events (on a copy engine or a second stream),
+# adding no time to it.
 KINDS: dict[str, dict[str, str | bool]] = {
     "data": {"group": "data", "transfer": False, "overlaps": False},
     "forward": {"group": "compute", "transfer": False, "overlaps": False},
     "backward": {"group": "compute", "transfer": False, "overlaps": False},
-    "optimizer": {"group": "compute", "transfer": False, "overlaps": False},
+    "optimizer": {"group": "update", "transfer": False, "overlaps": False},
+    # The gradient all-reduce, in buckets (timing.py rule 5): a bucket that starts while the
+    # backward pass is still running goes on the lane's communication stream beside it
+    # ("allreduce_hidden"); what the lane then still waits for after the backward is
+    # "allreduce_wait"; buckets that start after the backward are "allreduce" on the lane.
     "allreduce": {"group": "allreduce", "transfer": True, "overlaps": False},
+    "allreduce_hidden": {"group": "allreduce_hidden", "transfer": True, "overlaps": True},
+    "allreduce_wait": {"group": "allreduce", "transfer": False, "overlaps": False},
     "tp_allreduce": {"group": "tensor", "transfer": True, "overlaps": False},
     "all_to_all": {"group": "experts", "transfer": True, "overlaps": False},
     "p2p": {"group": "pipeline", "transfer": True, "overlaps": True},
@@ -56,10 +65,12 @@ KINDS: dict[str, dict[str, str | bool]] = {
 # The time bar's groups, in the order they are drawn, with what they are called on screen.
 GROUPS: list[tuple[str, str]] = [
     ("data", "data"),
-    ("compute", "compute (forward + backward + update)"),
+    ("compute", "compute (forward + backward)"),
+    ("update", "optimizer update"),
     ("tensor", "tensor-parallel all-reduce"),
     ("experts", "expert all-to-all"),
-    ("allreduce", "all-reduce"),
+    ("allreduce", "gradient all-reduce (exposed)"),
+    ("allreduce_hidden", "gradient all-reduce hidden under backward (beside compute)"),
     ("pipeline", "pipeline send / receive (beside compute)"),
     ("checkpoint", "checkpoint"),
     ("wait", "waiting"),
@@ -290,8 +301,8 @@ def trace_from_dict(d: dict) -> StepTrace:
 
 def lane_sums(trace: StepTrace) -> list[dict[str, float]]:
     """Seconds each lane spends in each time-bar group. Kinds that overlap the lane's other
-    events (pipeline sends and receives) are left out: they take no time of the lane's own,
-    so what is left adds up to the step time."""
+    events (pipeline sends and receives, the hidden part of the all-reduce) are left out:
+    they take no time of the lane's own, so what is left adds up to the step time."""
     sums: list[dict[str, float]] = []
     for lane in expand(trace):
         by_group: dict[str, float] = {}

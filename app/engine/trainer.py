@@ -44,6 +44,10 @@ PUBLIC API (the server and the CLI rely on exactly this):
         the last good checkpoint (step 0 if none) and continues from there on the next
         train_step(). Raises ValueError for an out-of-range gpu.
     trainer.schedule_failure(step: int, gpu: int)   fail `gpu` when `step` is attempted
+    trainer.inject(kind, target, steps=1, *, start=None) -> Fault
+        A fault at scale from `start` (default: the next step) for `steps` steps: "dead",
+        "straggler", "data_stall" (target: milliseconds) or "link" (steptrace.py). The
+        trace shows it (slow lanes, waits, a rerouted ring hop); the numbers are unchanged.
     trainer.checkpoint_now() -> Event               checkpoint_saved (reason "on_demand"),
                                                     or checkpoint_failed
     trainer.checkpoints() -> list[dict]             [{step, path, bytes, created, ok}], newest last
@@ -97,14 +101,29 @@ from .report import (
     Event,
     LinkLoad,
     LoaderStats,
+    PlanStats,
     Probe,
     ProbeToken,
     RingSummary,
     StepReport,
     restored_event,
 )
-from .timing import get_preset, ring_pass_times, step_cost
-from .trace import StepTrace, StepTraceBuilder
+from .steptrace import (
+    FAULT_KINDS,
+    Fault,
+    Walls,
+    data_parallel_trace,
+    plan_shard_holders,
+    slowdowns,
+)
+from .timing import (
+    GRAD_WIRE_BYTES,
+    checkpoint_seconds,
+    checkpoint_writers,
+    data_seconds,
+    get_preset,
+)
+from .trace import StepTrace, bytes_by_kind
 
 PROBE_PROMPT = "Once upon a"
 
@@ -207,6 +226,7 @@ class Trainer:
         self.restarts = 0
         self.shared_update = True
         self._scheduled: dict[int, int] = {}
+        self._faults: list[Fault] = []  # injected (steptrace.py), keyed by step number
         self._last_saved_step: int | None = None
         # Which 16 weights the probe watches: fixed by the seed.
         layer = min(1, config.n_layer - 1)
@@ -470,39 +490,33 @@ class Trainer:
             probe = self.probe()
 
         dp = self.plan.dp
-        cost = step_cost(
-            self.preset,
-            n_params=self.n_params,
-            tokens_per_gpu=tokens // dp,
-            batch_bytes_per_gpu=int(batch.idx[0].nbytes + batch.targets[0].nbytes),
-            itemsize=np.dtype(cfg.dtype).itemsize,
-            trace=None,  # the ring is timed pass by pass below
-            checkpoint_bytes=ckpt_bytes,
-            servers=cfg.servers,
-        )
+        batch_bytes = int(batch.idx[0].nbytes + batch.targets[0].nbytes)
         if run is None:
             trace = self._replicated_trace(
-                cost,
                 ring,
-                data_wall,
-                (fwd_wall, bwd_wall),
-                ring_wall,
-                opt_wall,
-                ckpt_wall,
-                bool(ckpt_bytes),
+                tokens // dp,
+                batch_bytes,
+                ckpt_bytes,
+                Walls(data_wall, self._fb_walls(fwd_wall, bwd_wall), ring_wall, opt_wall),
+                ckpt_wall if ckpt_bytes else None,
             )
             ring_summary = self._ring_summary(ring)
         else:
+            server_of = [g.server for g in self.topology.gpus]
+            writers, per_server = checkpoint_writers(plan_shard_holders(self.plan), server_of)
             trace, timeline = self.sharded.trace(
                 run,
                 rings,
                 preset=self.preset,
                 topology=self.topology,
-                data_s=cost.data,
+                data_s=data_seconds(self.preset, batch_bytes),
                 data_wall=data_wall,
                 opt_walls=opt_walls,
-                checkpoint_s=cost.checkpoint if ckpt_bytes else 0.0,
+                checkpoint_s=checkpoint_seconds(self.preset, ckpt_bytes, per_server)
+                if ckpt_bytes
+                else 0.0,
                 checkpoint_wall=ckpt_wall if ckpt_bytes else None,
+                checkpoint_lanes=writers,
             )
             peaks = self.sharded.activation_peaks(timeline, run)
             for g in self.gpus:
@@ -538,36 +552,56 @@ class Trainer:
             memory=self._memory(),
             probe=probe,
             events=events,
+            plan_stats=self._plan_stats(trace),
+        )
+
+    def _plan_stats(self, trace: StepTrace) -> PlanStats:
+        """The plan's figures for the report, from the step's stats and its trace (the data
+        parallel fast path has no pipeline: no bubble, its activation bytes set at start)."""
+        peaks = self.last_stats.activation_bytes
+        stages = (
+            [max(peaks[g] for g in self.plan.stage_gpus(s)) for s in range(self.plan.pp)]
+            if peaks
+            else []
+        )
+        return PlanStats(
+            bubble_fraction=float(self.last_stats.bubble_fraction),
+            peak_activation_bytes=int(max(peaks, default=0)),
+            stage_activation_bytes=[int(b) for b in stages],
+            traffic_bytes=bytes_by_kind(trace),
         )
 
     def _replicated_trace(
-        self, cost, ring: RingTrace, data_wall, fb_wall, ring_wall, opt_wall, ckpt_wall, saved
+        self,
+        ring: RingTrace,
+        tokens_per_gpu: int,
+        batch_bytes: int,
+        ckpt_bytes: int,
+        walls: Walls,
+        ckpt_wall: float | None,
     ) -> StepTrace:
-        """The data-parallel step: every lane the same, one span per phase (per microbatch
-        when there are several), then the ring."""
-        lanes = StepTraceBuilder(self.config.gpus)
-        lanes.span("data", cost.data, wall_s=data_wall)
-        Mb = self.plan.microbatches
-        if Mb == 1:
-            lanes.span("forward", cost.forward, wall_s=fb_wall[0])
-            lanes.span("backward", cost.backward, wall_s=fb_wall[1])
-        else:
-            for m, (fw, bw) in enumerate(self._mb_walls):
-                lanes.span("forward", cost.forward / Mb, wall_s=fw, mb=m)
-                lanes.span("backward", cost.backward / Mb, wall_s=bw, mb=m)
-        sizes = [b - a for a, b in ring.chunk_bounds]
-        lanes.ring(
-            "allreduce",
-            ring_pass_times(self.preset, ring),
-            ring=ring.ring,
-            links=ring.links,
-            chunk_bytes=[n * ring.itemsize for n in sizes],
-            wall_s=ring_wall,
+        """The data-parallel step's lanes on the simulated hardware (steptrace.py): every
+        lane alike, the gradients all-reduced in buckets beside the last backward, the
+        checkpoint written by the one GPU that holds the shard."""
+        walls.checkpoint = ckpt_wall
+        return data_parallel_trace(
+            self.preset,
+            ring=ring,
+            server_of=[g.server for g in self.topology.gpus],
+            tensors=[int(np.prod(s)) for s in self._shapes.values()],
+            n_layer=self.config.n_layer,
+            n_params=self.n_params,
+            tokens_per_gpu=tokens_per_gpu,
+            batch_bytes_per_gpu=batch_bytes,
+            microbatches=self.plan.microbatches,
+            checkpoint_bytes=ckpt_bytes,
+            walls=walls,
+            slow=slowdowns(self._faults, self.step, self.topology.ring),
         )
-        lanes.span("optimizer", cost.optimizer, wall_s=opt_wall)
-        if saved:
-            lanes.span("checkpoint", cost.checkpoint, wall_s=ckpt_wall)
-        return lanes.done()
+
+    def _fb_walls(self, fwd_wall: float, bwd_wall: float) -> list[tuple[float, float]]:
+        """Measured (forward, backward) seconds of each microbatch."""
+        return [(fwd_wall, bwd_wall)] if self.plan.microbatches == 1 else list(self._mb_walls)
 
     def _forward_backward(self, idx, targets):
         """Every GPU's forward and backward on its own microbatch, all at once; with several
@@ -633,6 +667,7 @@ class Trainer:
             ring=self.topology.ring,
             link_kind=self.topology.link_kind,
             op="mean",
+            wire_itemsize=GRAD_WIRE_BYTES,  # a mixed-precision cluster sends BF16 gradients
         )
 
     def _ring_summary(self, trace: RingTrace) -> RingSummary:
@@ -705,6 +740,35 @@ class Trainer:
     def schedule_failure(self, step: int, gpu: int) -> None:
         self._check_gpu(gpu)
         self._scheduled[step] = gpu
+
+    def inject(self, kind: str, target: int, steps: int = 1, *, start: int | None = None) -> Fault:
+        """Inject a fault for `steps` steps from step `start` (default: the next step):
+        "dead" (GPU `target` fails: a rollback, as fail_gpu), "straggler" (GPU `target`
+        computes STRAGGLER_FACTOR x slower; the others wait at the all-reduce), "data_stall"
+        (every GPU waits `target` ms of simulated time for its batch) or "link" (the ring hop
+        out of GPU `target` is cut and takes the longer path). Only the step's simulated time
+        changes (the numbers do not); faults other than "dead" are drawn for data-parallel
+        runs. Raises ValueError naming what is wrong."""
+        start = self.step + 1 if start is None else int(start)
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"fault kind must be one of {', '.join(FAULT_KINDS)}, got {kind!r}")
+        if not isinstance(steps, int) or steps < 1 or start < 1:
+            raise ValueError("a fault needs a step of 1 or more and 1 or more steps")
+        if kind == "data_stall":
+            if not isinstance(target, int) or target < 1:
+                raise ValueError(
+                    f"a data stall's target is its milliseconds, 1 or more: {target!r}"
+                )
+        else:
+            self._check_gpu(target)
+        if kind != "dead" and not self.replicated:
+            raise ValueError(f"a {kind} fault is simulated for data-parallel runs only")
+        fault = Fault(kind, target, start, steps)
+        if kind == "dead":
+            self.schedule_failure(start, target)
+        else:
+            self._faults.append(fault)
+        return fault
 
     def _check_gpu(self, gpu: int) -> None:
         if not isinstance(gpu, int) or not 0 <= gpu < self.config.gpus:

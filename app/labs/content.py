@@ -11,8 +11,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.engine.plan import SCHEDULES
 from app.paths import SCENES_DIR
 
 CLASSROOM_FILE = "classroom.json"
@@ -40,6 +41,26 @@ class MemoryText(_Strict):
     big_idea: str
 
 
+class SwapPlan(_Strict):
+    """The plan a card puts the live run on: every plan field, so that choosing the card
+    gives the same run whatever plan the run had before (a reset on the current cluster)."""
+
+    tp: int = Field(ge=1)
+    pp: int = Field(ge=1)
+    ep: int = Field(ge=1)
+    microbatches: int = Field(ge=1)
+    schedule: str
+    experts: int = Field(ge=0)
+    top_k: int = Field(ge=1)
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, v: str) -> str:
+        if v not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}")
+        return v
+
+
 class SwapCard(_Strict):
     placement: Placement
     title: str
@@ -48,6 +69,17 @@ class SwapCard(_Strict):
     communication: str
     speed: str
     tradeoff: str = Field(description="the trade-off in one line")
+    # Choosing the card re-plans the live run onto `plan`; a card without one is shown in
+    # the scene only, and `not_run` says why, honestly, on the card.
+    plan: SwapPlan | None = None
+    watch: str = Field(default="", description="what to look for once the run has the plan")
+    not_run: str = Field(default="", description="why the card is shown, not run")
+
+    @model_validator(mode="after")
+    def _live_or_says_why(self) -> SwapCard:
+        if self.plan is None and not self.not_run:
+            raise ValueError(f"card {self.placement!r} has no plan: say why in not_run")
+        return self
 
 
 class CostText(_Strict):

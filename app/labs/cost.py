@@ -8,6 +8,13 @@
   power delivery). Board power alone leaves out CPUs, memory and network, so it is a floor.
 - Cost: GPU-hours x rental price per GPU-hour (rough 2026 figures), and separately the
   electricity at a stated price per kWh.
+- Interruptions: GPU-hours x a per-GPU-hour rate of unexpected interruptions, from the one
+  large run that published its count: "The Llama 3 Herd of Models" (Meta, 2024), section
+  3.3.4: 419 unexpected interruptions in a 54-day period of pre-training on 16,384 H100s.
+  A cluster's interruptions per day follow from the same rate.
+
+`estimate` is the whole-run estimator of `trainingrun estimate` and /api/labs/estimate: the
+same arithmetic from a model's (active) parameters, tokens, a GPU, a precision and an MFU.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .hardware import GPUS, PRICE_NOTE, parse_count
+from .hardware import GPU_ALIASES, GPUS, PRICE_NOTE, parse_count
 from .memory import FieldError
 
 FLOPS_PER_PARAM_PER_TOKEN = 6.0
@@ -24,6 +31,19 @@ DEFAULT_PUE = 1.2  # efficient hyperscale sites report 1.1-1.2; the industry ave
 DEFAULT_KWH_PRICE = 0.10  # USD per kWh, rough industrial rate
 # US Energy Information Administration: an average US home used about 10,500 kWh in a year.
 HOME_KWH_PER_YEAR = 10_500.0
+
+# "The Llama 3 Herd of Models" (Meta, 2024), section 3.3.4: 419 unexpected interruptions
+# during a 54-day snapshot of pre-training on 16,384 H100 GPUs.
+LLAMA3_INTERRUPTIONS = 419
+LLAMA3_DAYS = 54
+LLAMA3_GPUS = 16_384
+INTERRUPTIONS_PER_GPU_HOUR = LLAMA3_INTERRUPTIONS / (LLAMA3_GPUS * LLAMA3_DAYS * 24)
+INTERRUPTION_SOURCE = (
+    "The Llama 3 Herd of Models (Meta, 2024), section 3.3.4: 419 unexpected interruptions "
+    "in 54 days on 16,384 H100 GPUs"
+)
+
+PRECISION_CHOICES = ("bf16", "fp8")
 
 # What each input may be: far wider than any real cluster, narrow enough that every figure
 # worked out from them (with counts up to hardware.MAX_COUNT) stays a finite number. The
@@ -65,9 +85,16 @@ class CostResult:
     electricity_cost: float
     assumptions: list[str]
     sources: list[str]
+    interruptions: float = 0.0  # expected over the run, at INTERRUPTIONS_PER_GPU_HOUR
+    interruptions_per_day: float = 0.0  # on this many GPUs
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def interruptions_per_day(gpus: int, rate: float = INTERRUPTIONS_PER_GPU_HOUR) -> float:
+    """Expected unexpected interruptions a day on `gpus` GPUs, at the Llama 3 rate."""
+    return rate * gpus * 24
 
 
 def compute_cost(
@@ -125,6 +152,8 @@ def compute_cost(
         homes_for_a_year=energy_kwh / HOME_KWH_PER_YEAR,
         rental_cost=gpu_hours * price,
         electricity_cost=energy_kwh * kwh_price,
+        interruptions=gpu_hours * INTERRUPTIONS_PER_GPU_HOUR,
+        interruptions_per_day=interruptions_per_day(int(gpus)),
         assumptions=[
             "Work = 6 x parameters x tokens floating-point operations (forward 2 + backward 4).",
             f"Time = work / (GPUs x {peak:g} TFLOP/s peak x {utilisation:.0%} utilisation).",
@@ -133,12 +162,15 @@ def compute_cost(
             f"Rental = GPU-hours x ${price:g} per GPU-hour. {PRICE_NOTE}",
             f"Electricity = energy x ${kwh_price:g} per kWh.",
             "Homes: an average US home uses about 10,500 kWh a year (US EIA).",
+            f"Interruptions: {INTERRUPTIONS_PER_GPU_HOUR * 1e6:.1f} per million GPU-hours, "
+            "the rate of Llama 3's pre-training (419 in 54 days on 16,384 H100s).",
             "Rough figures, as of 2026: good to an order of magnitude, not to the dollar.",
         ],
         sources=[
             spec.source,
             "Kaplan et al. 2020, Scaling Laws for Neural Language Models (6ND rule)",
             "US Energy Information Administration, residential electricity use",
+            INTERRUPTION_SOURCE,
         ],
     )
 
@@ -148,3 +180,142 @@ def _count(field: str, value: float | str) -> float:
         return parse_count(value)
     except ValueError as e:
         raise FieldError(field, str(e)) from None
+
+
+# ---- the whole-run estimator ------------------------------------------------------------------
+
+
+@dataclass
+class EstimateResult:
+    """A whole training run: the figures `trainingrun estimate --json` prints."""
+
+    params: float
+    active_params: float
+    tokens: float
+    gpu: str
+    gpu_label: str
+    gpus: int
+    precision: str
+    mfu: float
+    peak_tflops: float
+    flops: float
+    gpu_hours: float
+    days: float
+    energy_mwh: float
+    cost_usd: float  # GPU rental
+    electricity_usd: float
+    interruptions: float  # expected over the run
+    interruptions_per_day: float
+    pue: float
+    price_per_gpu_hour: float
+    assumptions: list[str]
+    sources: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def gpu_id(gpu: str) -> str:
+    """A calculator GPU id from an id or one of its other names (b200)."""
+    return GPU_ALIASES.get(gpu, gpu)
+
+
+def peak_tflops_for(gpu: str, precision: str) -> float:
+    """The GPU's dense tensor-core peak in `precision`; FieldError if it has none."""
+    gpu = gpu_id(gpu)
+    if gpu not in GPUS:
+        raise FieldError("gpu", f"unknown GPU {gpu!r}; use {[*GPUS, *GPU_ALIASES]}")
+    if precision not in PRECISION_CHOICES:
+        raise FieldError("precision", f"must be one of {', '.join(PRECISION_CHOICES)}")
+    sheet = GPUS[gpu].datasheet
+    if precision == "fp8":
+        if not sheet.fp8_flops:
+            raise FieldError("precision", f"the {sheet.label} has no FP8 tensor cores")
+        return sheet.fp8_flops / 1e12
+    return sheet.bf16_flops / 1e12
+
+
+def estimate(
+    params: float | str,
+    tokens: float | str,
+    gpu: str = "h100-80gb",
+    *,
+    active_params: float | str | None = None,
+    gpus: int = 1024,
+    mfu: float = DEFAULT_UTILISATION,
+    precision: str = "bf16",
+    pue: float = DEFAULT_PUE,
+    price_per_gpu_hour: float | None = None,
+    kwh_price: float = DEFAULT_KWH_PRICE,
+) -> EstimateResult:
+    """FLOPs (6 x active parameters x tokens), GPU-hours at `mfu` of the GPU's dense peak in
+    `precision`, days on `gpus`, energy with PUE, rental cost and expected interruptions.
+    Raises FieldError naming the bad field."""
+    total = _count("params", params)
+    active = total if active_params is None else _count("active_params", active_params)
+    if active > total:
+        raise FieldError("active_params", "cannot be more than params")
+    gpu = gpu_id(gpu)
+    peak = peak_tflops_for(gpu, precision)
+    r = compute_cost(
+        active,
+        tokens,
+        gpu,
+        gpus=gpus,
+        utilisation=mfu,
+        peak_tflops=peak,
+        pue=pue,
+        price_per_gpu_hour=price_per_gpu_hour,
+        kwh_price=kwh_price,
+    )
+    spec = GPUS[gpu]
+    note = []
+    if spec.datasheet.half_format != "BF16" and precision == "bf16":
+        note = [f"The {spec.label} has no BF16: its {spec.datasheet.half_format} peak is used."]
+    moe = (
+        []
+        if active == total
+        else [f"Mixture of experts: {active:,.0f} of {total:,.0f} parameters work on each token."]
+    )
+    return EstimateResult(
+        params=total,
+        active_params=active,
+        tokens=r.inputs.tokens,
+        gpu=gpu,
+        gpu_label=spec.label,
+        gpus=r.inputs.gpus,
+        precision=precision,
+        mfu=mfu,
+        peak_tflops=peak,
+        flops=r.flops,
+        gpu_hours=r.gpu_hours,
+        days=r.days,
+        energy_mwh=r.energy_kwh / 1000,
+        cost_usd=r.rental_cost,
+        electricity_usd=r.electricity_cost,
+        interruptions=r.interruptions,
+        interruptions_per_day=r.interruptions_per_day,
+        pue=pue,
+        price_per_gpu_hour=r.inputs.price_per_gpu_hour,
+        assumptions=[
+            f"Work = 6 x {active:,.0f} active parameters x {r.inputs.tokens:,.0f} tokens.",
+            f"{precision.upper()} peak {peak:,g} TFLOP/s per GPU (dense) at {mfu:.0%} MFU.",
+            *note,
+            *moe,
+            *r.assumptions[2:],
+        ],
+        sources=r.sources,
+    )
+
+
+def implied_mfu(
+    params: float | str, tokens: float | str, gpu: str, gpu_hours: float, precision: str = "bf16"
+) -> float:
+    """The MFU a published run's GPU-hours imply: 6ND / (GPU-hours x 3600 x peak)."""
+    n, t = _count("params", params), _count("tokens", tokens)
+    return (
+        FLOPS_PER_PARAM_PER_TOKEN
+        * n
+        * t
+        / (gpu_hours * 3600 * peak_tflops_for(gpu, precision) * 1e12)
+    )

@@ -19,6 +19,8 @@ from app.engine.hardware import (
     B200_HGX,
     H100_SXM,
     H200_SXM,
+    H800_SXM,
+    V100_SXM2_32GB,
     GpuDatasheet,
 )
 
@@ -83,7 +85,14 @@ _CHOICES: dict[str, tuple[GpuDatasheet, float]] = {
     "h100-80gb": (H100_SXM, 2.5),
     "h200-141gb": (H200_SXM, 3.5),
     "b200-180gb": (B200_HGX, 5.0),
+    # DeepSeek-V3 Technical Report: "assuming the rental price of the H800 GPU is $2 per GPU
+    # hour".
+    "h800-80gb": (H800_SXM, 2.0),
+    "v100-32gb": (V100_SXM2_32GB, 0.8),
 }
+
+# Other names the command line takes for a choice.
+GPU_ALIASES: dict[str, str] = {"b200": "b200-180gb"}
 
 GPU_DATASHEETS: dict[str, GpuDatasheet] = {id: sheet for id, (sheet, _) in _CHOICES.items()}
 

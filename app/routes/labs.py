@@ -1,4 +1,5 @@
-"""REST for the concept labs: ring all-reduce lab, memory calculator, cost, classroom text.
+"""REST for the concept labs: ring all-reduce lab, memory calculator, cost and the whole-run
+estimate, the model lens, classroom text.
 
 Every answer is computed by app/labs (the ring by the engine's own collectives), so the
 browser draws what the Python says. Bad input is a 422 whose `loc` names the field.
@@ -8,9 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.engine.lens import DEFAULT_PLANS, MODELS, LensError, LensResult, lens
+from app.engine.timing import PRESETS
 from app.labs.content import Classroom, classroom
 from app.labs.cost import (
     DEFAULT_KWH_PRICE,
@@ -21,11 +24,14 @@ from app.labs.cost import (
     PEAK_TFLOPS_MAX,
     PEAK_TFLOPS_MIN,
     POWER_W_MAX,
+    PRECISION_CHOICES,
     PRICE_PER_GPU_HOUR_MAX,
     PUE_MAX,
     UTILISATION_MIN,
     CostResult,
+    EstimateResult,
     compute_cost,
+    estimate,
 )
 from app.labs.hardware import (
     GPUS,
@@ -36,13 +42,15 @@ from app.labs.hardware import (
     GpuSpec,
     parse_count,
 )
-from app.labs.memory import RULES, USABLE_FRACTION, MemoryResult, compute_memory
+from app.labs.memory import RULES, USABLE_FRACTION, FieldError, MemoryResult, compute_memory
 from app.labs.ringlab import MAX_GPUS, MIN_GPUS, run_ring_lab
 
 router = APIRouter(prefix="/api/labs", tags=["labs"])
 
 PrecisionId = Literal["fp32", "bf16", "fp16", "fp8", "int4"]
-GpuId = Literal["a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb", "b200-180gb"]
+GpuId = Literal[
+    "a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb", "b200-180gb", "h800-80gb", "v100-32gb"
+]
 # The Literals give precise 422s and a schema listing the choices; tests check they match
 # the tables in app/labs/hardware.py.
 
@@ -223,6 +231,109 @@ def cost_get(req: Annotated[CostRequest, Query()]) -> dict[str, Any]:
 @router.post("/cost", response_model=CostResult)
 def cost_post(req: CostRequest) -> dict[str, Any]:
     return _cost(req)
+
+
+# ---- the whole-run estimate ------------------------------------------------------------------
+
+PrecisionChoice = Literal["bf16", "fp8"]
+EstimateGpu = GpuId | Literal["b200"]
+
+
+class EstimateRequest(_LabRequest):
+    params: Count = Field("70B", description="model size: 70B, 671B, 7e9 ... up to 1e16")
+    active_params: Count | None = Field(
+        None, description="parameters each token uses (a mixture of experts); null: all"
+    )
+    tokens: Count = Field("2T", description="training tokens: 2T, 15e12 ... up to 1e16")
+    gpu: EstimateGpu = "h100-80gb"
+    gpus: int = Field(1024, ge=1, le=GPUS_MAX)
+    mfu: Finite = Field(DEFAULT_UTILISATION, ge=UTILISATION_MIN, le=1)
+    precision: PrecisionChoice = "bf16"
+    pue: Finite = Field(DEFAULT_PUE, ge=1, le=PUE_MAX)
+    price_per_gpu_hour: Finite | None = Field(None, ge=0, le=PRICE_PER_GPU_HOUR_MAX)
+
+    @field_validator("params", "tokens", "active_params")
+    @classmethod
+    def _counts_positive(cls, v: float | str | None) -> float | None:
+        return None if v is None else _count(v)
+
+
+def _estimate(req: EstimateRequest, where: str) -> dict[str, Any]:
+    d = req.model_dump()
+    try:
+        return estimate(d.pop("params"), d.pop("tokens"), d.pop("gpu"), **d).to_dict()
+    except FieldError as e:  # a choice the GPU cannot do (FP8 on an A100)
+        raise HTTPException(422, [_problem(e.field, e.message, where)]) from None
+
+
+@router.get("/estimate", response_model=EstimateResult)
+def estimate_get(req: Annotated[EstimateRequest, Query()]) -> dict[str, Any]:
+    return _estimate(req, "query")
+
+
+@router.post("/estimate", response_model=EstimateResult)
+def estimate_post(req: EstimateRequest) -> dict[str, Any]:
+    return _estimate(req, "body")
+
+
+def _problem(field: str, message: str, where: str) -> dict[str, Any]:
+    return {"loc": [where, field], "msg": message, "type": "value_error"}
+
+
+# ---- the model lens ------------------------------------------------------------------------
+
+ModelId = Literal["1B", "8B", "70B", "405B", "671B"]
+PresetId = Literal["h100", "a100", "b200", "h800"]
+# The Literals list the choices in the schema; a test checks they match the engine's tables.
+
+
+class LensRequest(_LabRequest):
+    model: ModelId = "70B"
+    gpus: int = Field(1024, ge=1, le=GPUS_MAX)
+    preset: PresetId = "h100"
+    tp: int | None = Field(None, ge=1, le=64, description="tensor parallel (default: per model)")
+    pp: int | None = Field(None, ge=1, le=1024, description="pipeline stages")
+    ep: int | None = Field(None, ge=1, le=1024, description="expert parallel")
+    checkpoint: bool = Field(False, description="write a checkpoint in this step")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans(cls, v: Any, info: Any) -> Any:
+        if isinstance(v, bool) and info.field_name != "checkpoint":
+            raise ValueError("must be a number, not true or false")
+        return v
+
+
+@router.get("/lens", response_model=LensResult)
+def lens_get(req: Annotated[LensRequest, Query()]) -> dict[str, Any]:
+    """One training step of a real-size model on a real-size cluster, by the live step's
+    timing rules: its seconds by time-bar group and what bounds it."""
+    try:
+        return lens(**req.model_dump()).to_dict()
+    except LensError as e:
+        raise HTTPException(422, [_problem(e.field, str(e), "query")]) from None
+
+
+@router.get("/lens/models")
+def lens_models() -> dict[str, Any]:
+    """The lens's model presets, their default plans and the cluster presets."""
+    return {
+        "models": {
+            k: {
+                "label": m.label,
+                "params": m.params,
+                "active_params": m.active_params,
+                "tokens_per_step": m.tokens_per_step,
+                "seq_len": m.seq_len,
+                "plan": dict(zip(("tp", "pp", "ep"), DEFAULT_PLANS[k], strict=True)),
+                "source": m.source,
+                "batch_source": m.batch_source,
+            }
+            for k, m in MODELS.items()
+        },
+        "presets": sorted(PRESETS),
+        "precisions": list(PRECISION_CHOICES),
+    }
 
 
 # ---- classroom text ------------------------------------------------------------------------

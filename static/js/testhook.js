@@ -15,6 +15,11 @@ function countShown(stage, store) {
     stallMs: 0, maxReloading: 0, maxFailed: 0,
     // + slow motion: each block shown, in order: {kind, step, caption, ms}
     slowBlocks: [],
+    // + a planned step: frames with pipeline hand-offs (and the most at once, climbing up
+    // and coming back down), tensor-parallel joins lit, tokens travelling to experts, and
+    // the most GPUs hatched waiting at once
+    handoffs: 0, maxHandoffs: 0, maxHandoffsUp: 0, maxHandoffsDown: 0,
+    tpJoins: 0, maxTpJoins: 0, tokens: 0, maxTokens: 0, maxWaiting: 0,
   };
   let stallFrom = null;
   // The parts' counters from the last tick they updated (idle ticks skip them).
@@ -37,6 +42,17 @@ function countShown(stage, store) {
       stallFrom ??= frame.time;
       seen.stallMs = Math.max(seen.stallMs, Math.round((frame.time - stallFrom) * 1000));
     } else stallFrom = null;
+    if (frame.active) {
+      if (debug.handoffs > 0) seen.handoffs += 1;
+      if (debug.tpJoins > 0) seen.tpJoins += 1;
+      if (debug.tokens > 0) seen.tokens += 1;
+      seen.maxHandoffs = Math.max(seen.maxHandoffs, debug.handoffs ?? 0);
+      seen.maxHandoffsUp = Math.max(seen.maxHandoffsUp, debug.handoffsUp ?? 0);
+      seen.maxHandoffsDown = Math.max(seen.maxHandoffsDown, debug.handoffsDown ?? 0);
+      seen.maxTpJoins = Math.max(seen.maxTpJoins, debug.tpJoins ?? 0);
+      seen.maxTokens = Math.max(seen.maxTokens, debug.tokens ?? 0);
+      seen.maxWaiting = Math.max(seen.maxWaiting, debug.waiting ?? 0);
+    }
     seen.maxReloading = Math.max(seen.maxReloading, debug.reloading ?? 0);
     seen.maxFailed = Math.max(seen.maxFailed, debug.failed ?? 0);
     // A block lasts from its first frame to the first frame that no longer shows it.
@@ -50,7 +66,7 @@ function countShown(stage, store) {
     }
     if (slowNow && !same) {
       const cap = stage.slowCaption?.();
-      seen.slowBlocks.push({ kind: phase, index: frame.blockIndex, seq: frame.step?.seq, step: frame.step?.step, caption: cap?.caption ?? '', t0: t, ms: 0, open: true });
+      seen.slowBlocks.push({ kind: phase, index: frame.blockIndex, seq: frame.step?.seq, step: frame.step?.step, caption: cap?.caption ?? '', also: cap?.also ?? '', t0: t, ms: 0, open: true });
       if (seen.slowBlocks.length > 60) seen.slowBlocks.shift();
     } else if (same) prev.ms = t - prev.t0;
     last = { phase, phaseT: frame.phaseT, ...debug };
@@ -124,6 +140,17 @@ export function installTestHook({ store, getStage, actions, labels, tour }) {
     runId: () => s().hello?.run_id ?? null,
     memoryCase: () => (s().memoryCase ? JSON.parse(JSON.stringify(s().memoryCase)) : null),
     placement: () => s().placement ?? 'data',
+    // The run's parallel plan from hello ({dp, tp, pp, ep, microbatches, schedule, experts,
+    // top_k}) and the step on screen's measured plan figures.
+    plan: () => (s().hello?.plan ? { ...s().hello.plan } : null),
+    planStats: () => (s().step?.plan_stats ? JSON.parse(JSON.stringify(s().step.plan_stats)) : null),
+    // The kinds of event in the step on screen's trace, sorted: ['allreduce', 'p2p', ...].
+    stepTraceKinds: () => {
+      const t = s().step?.trace;
+      if (!t) return [];
+      const all = [t.spans, t.rings, t.p2p, t.all_to_all].flatMap((list) => (list ?? []).map((x) => x.kind));
+      return [...new Set(all)].sort();
+    },
     stageDebug: () => stageDebug(),
     slowMotion: () => Boolean(s().slowMotion),
     // What the slow-motion caption says now (and whether it is on screen).

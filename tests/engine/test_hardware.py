@@ -14,6 +14,8 @@ from app.engine.hardware import (
     DATASHEETS,
     H100_SXM,
     H200_SXM,
+    H800_SXM,
+    V100_SXM2_32GB,
     GpuDatasheet,
 )
 
@@ -31,7 +33,25 @@ DATASHEET_FIGURES = [
     # NVIDIA HGX B200 specifications: 8 GPUs with 1.44 TB, 64 TB/s and 18 PFLOPS dense BF16
     # together; NVLink 5 at 1.8 TB/s per GPU; up to 1,000 W per GPU.
     (B200_HGX, 180, 2_250, 8_000, 1_800, 1_000),
+    # NVIDIA H800 Tensor Core GPU datasheet, H800 SXM5 column: the H100 SXM's compute,
+    # memory and power, NVLink 400 GB/s.
+    (H800_SXM, 80, 989, 3_350, 400, 700),
+    # NVIDIA Tesla V100 GPU datasheet, V100 SXM2: 32 GB HBM2 at 900 GB/s, 125 TFLOPS tensor
+    # (FP16: the V100 has no BF16), NVLink 300 GB/s, 300 W.
+    (V100_SXM2_32GB, 32, 125, 900, 300, 300),
 ]
+
+# Dense FP8 tensor-core peaks (the datasheets quote twice these "with sparsity"): H100, H200
+# and H800 SXM 1,979 TFLOPS; HGX B200 36 PFLOPS for 8 GPUs. The A100 and V100 have no FP8.
+FP8_TFLOPS = {
+    H100_SXM: 1_979,
+    H200_SXM: 1_979,
+    H800_SXM: 1_979,
+    B200_HGX: 4_500,
+    A100_SXM_40GB: None,
+    A100_SXM_80GB: None,
+    V100_SXM2_32GB: None,
+}
 
 
 @pytest.mark.parametrize(("sheet", "gb", "tflops", "hbm", "nvlink", "watts"), DATASHEET_FIGURES)
@@ -47,6 +67,26 @@ def test_figures_match_the_named_datasheet(
 
 def test_every_datasheet_is_pinned() -> None:
     assert {id(s) for s, *_ in DATASHEET_FIGURES} == {id(s) for s in DATASHEETS.values()}
+    assert {id(s) for s in FP8_TFLOPS} == {id(s) for s in DATASHEETS.values()}
+
+
+@pytest.mark.parametrize("sheet", list(DATASHEETS.values()), ids=list(DATASHEETS))
+def test_fp8_peak_matches_the_datasheet(sheet: GpuDatasheet) -> None:
+    expected = FP8_TFLOPS[sheet]
+    assert sheet.fp8_flops == (None if expected is None else expected * 1e12)
+    if expected:
+        # FP8 doubles the BF16 rate (the datasheets round each figure on its own).
+        assert sheet.fp8_flops == pytest.approx(2 * sheet.bf16_flops, rel=1e-3)
+
+
+def test_v100_says_its_half_precision_is_fp16() -> None:
+    assert V100_SXM2_32GB.half_format == "FP16" and "dense FP16" in V100_SXM2_32GB.source
+    assert "BF16" not in V100_SXM2_32GB.source
+    assert H800_SXM.nvlink_bytes_per_s < H100_SXM.nvlink_bytes_per_s
+    assert (H800_SXM.bf16_flops, H800_SXM.memory_bytes) == (
+        H100_SXM.bf16_flops,
+        H100_SXM.memory_bytes,
+    )
 
 
 def test_b200_is_the_hgx_share_of_memory() -> None:

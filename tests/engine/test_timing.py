@@ -48,7 +48,8 @@ def test_preset_info_keeps_its_wire_shape():
         "name", "label", "gpu", "gpus_per_server", "flops", "mfu", "memory_bytes",
         "hbm_bytes_per_s", "nvlink_bytes_per_s", "network_bytes_per_s", "pcie_bytes_per_s",
         "storage_bytes_per_s", "latency_s", "power_w", "sources", "assumptions",
-        "nvlink_gbps", "network_gbps",
+        "nvlink_gbps", "network_gbps", "grad_wire_bytes", "kernel_floor_s", "bucket_bytes",
+        "first_bucket_bytes",
     }  # fmt: skip
     assert info["gpu"] == "NVIDIA H100 SXM 80 GB"
     assert info["nvlink_gbps"] == 450.0  # NVLink 4: 900 GB/s both directions, 450 one way
@@ -59,9 +60,7 @@ def test_preset_info_keeps_its_wire_shape():
 
 def test_compute_is_six_n_t_at_stated_utilisation():
     p = get_preset("h100")
-    c = step_cost(
-        p, n_params=10**9, tokens_per_gpu=4096, batch_bytes_per_gpu=0, itemsize=2, trace=None
-    )
+    c = step_cost(p, n_params=10**9, tokens_per_gpu=4096, batch_bytes_per_gpu=0, n_layer=16)
     total = c.forward + c.backward
     assert total == pytest.approx(6 * 1e9 * 4096 / (p.flops * p.mfu))
     assert c.backward == pytest.approx(2 * c.forward)

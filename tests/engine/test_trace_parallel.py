@@ -16,6 +16,7 @@ from app.engine.config import RunConfig
 from app.engine.model import param_shapes
 from app.engine.pipeline import stage_order
 from app.engine.sharding import ep_split, shard_shape, stage_of, tp_split
+from app.engine.timing import ACTIVATION_WIRE_BYTES, GRAD_WIRE_BYTES
 from app.engine.trace import (
     KINDS,
     bytes_by_kind,
@@ -123,9 +124,11 @@ def test_tensor_parallel_joins_run_in_each_tp_group_on_nvlink(piped) -> None:
     # Two joins per layer forward and two backward, per microbatch, in every TP group.
     layers = t.config.n_layer // plan.pp
     assert len(joins) == len(plan.tp_groups) * plan.microbatches * 4 * layers
-    # A join carries one microbatch's activations: (b * T, C) numbers per GPU.
+    # A join carries one microbatch's activations: (b * T, C) numbers per GPU, BF16 on the
+    # simulated cluster's wire (2 bytes) while the arithmetic here is float32.
     b = t.config.batch_size // plan.dp // plan.microbatches
-    per_gpu = b * t.config.block_size * t.config.n_embd * 4  # float32
+    per_gpu = b * t.config.block_size * t.config.n_embd * ACTIVATION_WIRE_BYTES
+    assert ACTIVATION_WIRE_BYTES == 2
     assert all(sum(r.chunk_bytes) == per_gpu for r in joins)
 
 
@@ -133,7 +136,7 @@ def test_stages_send_activations_forward_and_gradients_back(piped) -> None:
     t, report = piped
     plan, topo = t.plan, t.topology
     b = t.config.batch_size // plan.dp // plan.microbatches
-    nbytes = b * t.config.block_size * t.config.n_embd * 4
+    nbytes = b * t.config.block_size * t.config.n_embd * ACTIVATION_WIRE_BYTES
     sends = report.trace.p2p
     assert len(sends) == 2 * (plan.pp - 1) * plan.microbatches * plan.dp * plan.tp
     lanes = expand(report.trace)
@@ -179,7 +182,7 @@ def test_the_data_parallel_all_reduce_runs_in_each_dp_group(piped) -> None:
             for n in shapes
             if stage_of(n, t.config.n_layer, plan.pp) == s
         )
-        assert sum(r.chunk_bytes) == elements * 4
+        assert sum(r.chunk_bytes) == elements * GRAD_WIRE_BYTES  # BF16 gradients
         assert r.links == [
             t.topology.link_kind(a, b) for a, b in zip(r.ring, r.ring[1:] + r.ring[:1], strict=True)
         ]
@@ -236,8 +239,9 @@ def test_experts_travel_in_all_to_alls_within_each_ep_group(experts) -> None:
         m = np.asarray(a.bytes).reshape(g, g)
         assert np.all(np.diag(m) == 0) and m.sum() > 0
         # A GPU sends at most all of its tokens' choices, one row of C numbers each.
-        assert np.all(m.sum(axis=1) <= tokens * K * C * 4)
-        assert np.all(m % (C * 4) == 0)
+        # BF16 on the wire: C numbers of 2 bytes a token.
+        assert np.all(m.sum(axis=1) <= tokens * K * C * ACTIVATION_WIRE_BYTES)
+        assert np.all(m % (C * ACTIVATION_WIRE_BYTES) == 0)
         assert len(a.round_s) == g - 1
         for i, src in enumerate(a.gpus):
             for j, dst in enumerate(a.gpus):

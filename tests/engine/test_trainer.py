@@ -82,7 +82,10 @@ def test_step_report_carries_the_whole_story(tmp_path):
     assert m.weights == m.grads and m.optimizer == 2 * m.weights and m.activations > 0
     assert m.total == m.weights + m.grads + m.optimizer + m.activations
     assert [e.kind for e in r2.events] == ["checkpoint_saved"]
-    assert r2.trace.spans[-1].kind == "checkpoint" and r2.trace.spans[-1].dur > 0
+    # The one GPU holding the data-parallel model's one shard writes it; the rest wait.
+    (ckpt,) = [s for s in r2.trace.spans if s.kind == "checkpoint"]
+    assert ckpt.lanes == [0] and ckpt.dur > 0
+    assert r2.trace.spans[-1].kind == "wait" and r2.trace.spans[-1].lanes == [1, 2, 3]
     assert r1.loader.queue_capacity == 4 and r1.loader.samples_per_epoch > 0
 
 

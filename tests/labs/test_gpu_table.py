@@ -9,7 +9,7 @@ from app.engine.timing import PRESETS
 from app.labs.hardware import GPU_DATASHEETS, GPUS
 
 # Each simulated cluster and the calculator choice for the same GPU.
-SAME_GPU = {"h100": "h100-80gb", "a100": "a100-80gb", "b200": "b200-180gb"}
+SAME_GPU = {"h100": "h100-80gb", "a100": "a100-80gb", "b200": "b200-180gb", "h800": "h800-80gb"}
 
 
 def test_every_preset_has_a_calculator_choice_on_the_same_datasheet() -> None:

@@ -167,7 +167,10 @@ def test_swap_it_cards_set_the_placement(page_at, web) -> None:
             web.screenshot(page, "lab_swap_expert")
     page.locator("#lab-swap .swap-card[data-placement=expert]").click()
     page.keyboard.press("Escape")
-    assert labs(page, "placement") == "data"  # the live run is data parallel again
+    # A card re-plans the live run: closing the panel leaves the scene on the run's new plan.
+    assert labs(page, "placement") == "expert"
+    page.wait_for_function("window.trainingRun.plan && window.trainingRun.plan.experts > 0")
+    assert labs(page, "placement") == "expert"
     assert w.errors == []
 
 

@@ -58,6 +58,9 @@ def test_swap_it_rearranges_the_model_on_the_gpus(page_at, web):
         f"{DEBUG}.placementSlabs > 0 && {DEBUG}.placementSlabs !== {expert}", timeout=30_000
     )
     web.screenshot(w.page, "scene_placement_tensor_pipeline")
+    # The cards re-plan the live run: back to data parallel, then close the panel.
+    w.page.locator(".swap-card[data-placement='data']").click()
+    w.page.wait_for_function("window.trainingRun.plan?.tp === 1", timeout=30_000)
     w.page.keyboard.press("Escape")
     w.page.wait_for_function("window.trainingRunLabs.placement === 'data'", timeout=10_000)
     w.page.wait_for_function(f"{DEBUG}.placementSlabs === 0", timeout=30_000)

@@ -171,32 +171,11 @@ export function layout(spec, topology, opts = {}) {
   }
 
   // Ring paths: the route a pulse follows for each hop, over the links the hop really uses.
-  const gpuById = new Map(out.gpus.map((g) => [g.id, g]));
-  const serverById = new Map(out.servers.map((s) => [s.id, s]));
   for (const link of topology.ring_links || []) {
-    const a = gpuById.get(link.src);
-    const b = gpuById.get(link.dst);
-    if (!a || !b) continue;
-    const top = gpuTopY + DIMS.gpu[1] / 2 + 0.12;
-    const pts = [[a.x, top, a.z]];
-    if (link.kind === 'nvlink') {
-      // Inside the server: a short arc over the board.
-      pts.push([(a.x + b.x) / 2, top + 0.35, (a.z + b.z) / 2]);
-    } else {
-      pts.push(serverTop(serverById.get(a.server)));
-      for (const hop of link.path || []) {
-        const [kind, id] = hop.split(':');
-        const sw = kind === 'leaf' ? leafById.get(+id) : kind === 'spine' ? spineById.get(+id) : null;
-        if (sw) pts.push([sw.x, sw.y, sw.z]);
-      }
-      pts.push(serverTop(serverById.get(b.server)));
-    }
-    pts.push([b.x, top, b.z]);
-    const rounded = pts.map((p) => p.map(round));
-    let len = 0;
-    for (let i = 1; i < rounded.length; i++) len += Math.hypot(...rounded[i].map((v, k) => v - rounded[i - 1][k]));
-    out.ringPaths.push({ src: link.src, dst: link.dst, kind: link.kind, points: rounded, length: round(len) });
-    for (const p of rounded) grow(parts.ring, p[0], p[1], p[2], 0.2, 0.2, 0.2);
+    const r = route(out, link.src, link.dst, link.kind, link.path);
+    if (!r) continue;
+    out.ringPaths.push(r);
+    for (const p of r.points) grow(parts.ring, p[0], p[1], p[2], 0.2, 0.2, 0.2);
   }
   if (!out.ringPaths.length) merge(parts.ring, parts.gpus);
 
@@ -248,6 +227,71 @@ export function layout(spec, topology, opts = {}) {
     out.anchors.gpus = [round(g.min[0] + (g.max[0] - g.min[0]) * 0.7), round(g.max[1] + 0.6), round(g.max[2])];
   }
   return out;
+}
+
+const lookups = new WeakMap();
+
+function lookup(lay) {
+  let m = lookups.get(lay);
+  if (!m) {
+    m = {
+      gpu: new Map(lay.gpus.map((g) => [g.id, g])),
+      server: new Map(lay.servers.map((s) => [s.id, s])),
+      leaf: new Map(lay.leaves.map((l) => [l.id, l])),
+      spine: new Map(lay.spines.map((s) => [s.id, s])),
+    };
+    lookups.set(lay, m);
+  }
+  return m;
+}
+
+/**
+ * route(lay, src, dst, kind, path) -> {src, dst, kind, points, length} | null: the way a
+ * pulse from GPU src to GPU dst travels over a link of `kind` ("nvlink" inside a server: a
+ * short arc over the board; "leaf": up to the leaf switch and down; "spine": leaf, spine,
+ * leaf). `path` names the switches (["leaf:0", "spine:1", "leaf:1"]) where the topology
+ * says; otherwise they follow from where the two GPUs sit, and a spine is picked by the
+ * pair so a pair's two directions share one route.
+ */
+export function route(lay, src, dst, kind, path = null) {
+  const m = lookup(lay);
+  const a = m.gpu.get(src);
+  const b = m.gpu.get(dst);
+  if (!a || !b) return null;
+  const gpuTopY = DIMS.chassisH + DIMS.gpu[1] / 2;
+  const top = gpuTopY + DIMS.gpu[1] / 2 + 0.12;
+  const serverTop = (s) => [s.x, DIMS.chassisH + DIMS.wall[1] + 0.3, s.z];
+  const pts = [[a.x, top, a.z]];
+  const sa = m.server.get(a.server);
+  const sb = m.server.get(b.server);
+  if (kind === 'nvlink' || a.server === b.server) {
+    // Inside the server: a short arc over the board.
+    pts.push([(a.x + b.x) / 2, top + 0.35, (a.z + b.z) / 2]);
+  } else {
+    let hops = path;
+    if (!hops || !hops.length) {
+      const la = sa?.leaf ?? 0;
+      const lb = sb?.leaf ?? 0;
+      if (la === lb) hops = [`leaf:${la}`];
+      else {
+        const spines = lay.spines.map((s) => s.id);
+        const spine = spines.length ? spines[Math.min(src, dst) % spines.length] : null;
+        hops = spine === null ? [`leaf:${la}`, `leaf:${lb}`] : [`leaf:${la}`, `spine:${spine}`, `leaf:${lb}`];
+      }
+    }
+    if (sa) pts.push(serverTop(sa));
+    for (const hop of hops) {
+      const [what, id] = hop.split(':');
+      const sw = what === 'leaf' ? m.leaf.get(+id) : what === 'spine' ? m.spine.get(+id) : null;
+      if (sw) pts.push([sw.x, sw.y, sw.z]);
+    }
+    if (sb) pts.push(serverTop(sb));
+  }
+  pts.push([b.x, top, b.z]);
+  const rounded = pts.map((p) => p.map(round));
+  let len = 0;
+  for (let i = 1; i < rounded.length; i++) len += Math.hypot(...rounded[i].map((v, k) => v - rounded[i - 1][k]));
+  return { src, dst, kind, points: rounded, length: round(len) };
 }
 
 /** The box framing a set of part ids ("all" = everything) from a layout. */

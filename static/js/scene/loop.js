@@ -9,6 +9,7 @@
 //   ...       the timeline's sample: phase, phaseT, stepT, active, lane(g) -> GPU g's event
 //             now, block, ... (see timeline.js; phase is null when nothing plays)
 //   time      wall seconds;  signal, reduced, exploded, palette, layout: the stage's look
+//   camera    the camera (read it, do not move it): parts that show detail only up close
 //   slow      true while a step plays in slow motion (blockIndex / blockCount say where)
 //   failure   null, or where a staged GPU failure is (see failure.js)
 //   debug     counters the parts fill in for observers (activeGpus, pulses, slices, ...)
@@ -69,6 +70,7 @@ export function createLoop({ renderer, scene, camera, store, look, playback, sta
       exploded: look.exploded,
       palette: look.palette,
       layout: look.layout,
+      camera,
       failure,
       debug: {
         activeGpus: 0,
@@ -87,7 +89,8 @@ export function createLoop({ renderer, scene, camera, store, look, playback, sta
     // nothing (no matrix uploads, no render).
     const staged = failure !== null || failure !== lastFailure;
     lastFailure = failure;
-    const updating = play.active || dirty || partsBusy || staged || play.phase !== lastPhase;
+    // A moving camera counts too: some detail shows only up close.
+    const updating = play.active || dirty || partsBusy || staged || animating || play.phase !== lastPhase;
     if (updating) {
       partsBusy = false;
       for (const p of parts()) if (p.update(frame, dt)) partsBusy = true;

@@ -1,6 +1,7 @@
 // Colours of the scene, one meaning each, for the default and the projector theme.
 //
-// The meaning colours (forward, backward, all-reduce, waiting, failure, saved, data) come from
+// The meaning colours (forward, backward, all-reduce, waiting, failure, saved, data, and the
+// plan's tensor-parallel joins, experts and pipeline hand-offs) come from
 // the scene spec so the legend, the HUD and the 3D scene agree; the fallbacks below are the
 // same Okabe-Ito based values, used when a spec lacks one. Structural colours (metal, boards,
 // switches) are quiet on purpose so only activity draws the eye.
@@ -15,6 +16,13 @@ const MEANING_FALLBACK = {
   failure: { default: '#D7263D', projector: '#FF1F3D' },
   saved: { default: '#009E73', projector: '#00C98F' },
   data: { default: '#DCE4F0', projector: '#FFFFFF' },
+  // The plan's traffic, as the HUD's time bar names it (static/css/app.css): a tensor-
+  // parallel join is an all-reduce inside a server, a deeper blue than the ring's; the
+  // experts and the tokens travelling to them are yellow; a pipeline hand-off is violet.
+  // Each is drawn in a shape of its own too (a bridge, cubes, a capsule), never as a glow.
+  tensor: { default: '#0072B2', projector: '#3A8DFF' },
+  experts: { default: '#F0E442', projector: '#FFF35C' },
+  pipeline: { default: '#A78BFA', projector: '#C4B5FD' },
 };
 
 const STRUCTURE = {
@@ -45,6 +53,10 @@ const STRUCTURE = {
     // "Doesn't fit" is hatched in a light neutral, not red: red means a failed GPU only.
     overflow: '#e8eef8',
     expert: '#f4f6fb',
+    // Role plates under a stage's GPUs: quiet shades of the board, lighter stage by stage.
+    stageLow: '#2c3a55',
+    stageHigh: '#6f83aa',
+    roleText: '#dfe7f5',
   },
   projector: {
     background: '#000000',
@@ -72,6 +84,9 @@ const STRUCTURE = {
     memActivations: '#8fb6d6',
     overflow: '#ffffff',
     expert: '#ffffff',
+    stageLow: '#34466a',
+    stageHigh: '#8ea4cf',
+    roleText: '#ffffff',
   },
 };
 

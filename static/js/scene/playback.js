@@ -8,13 +8,19 @@
 // slowMotion back to false. hold(ms) keeps the animation still while a failure is staged.
 
 import { Timeline } from './timeline.js';
+import { setTraceKinds } from './trace.js';
 
 // The signal is off: nothing plays, so no GPU's lane has an event.
 const STILL = Object.freeze({ phase: null, phaseT: 0, stepT: 1, active: false, lane: () => null, block: null });
 
 export function createPlayback(store, requestRender) {
   const timeline = new Timeline();
-  const setKinds = (hello) => timeline.setKinds(hello?.trace_kinds);
+  // Every reader of a step's trace (the HUD's time bar too) learns from the same table which
+  // kinds run beside a lane's work.
+  const setKinds = (hello) => {
+    timeline.setKinds(hello?.trace_kinds);
+    setTraceKinds(hello?.trace_kinds);
+  };
   setKinds(store.state.hello);
 
   function slowMotion(on) {

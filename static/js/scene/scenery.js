@@ -1,6 +1,7 @@
 // What stands in the scene: the lights, the floor and the parts (the seven numbered ones plus
-// the placement overlay on the GPUs), each part built by its own module from its spec. A new
-// layout or palette rebuilds them all.
+// what is drawn on and between the GPUs: memory walls, the plan's roles, pipeline hand-offs,
+// tensor-parallel joins, tokens on their way to experts, and the placement overlay), each
+// part built by its own module from its spec. A new layout, palette or plan rebuilds them all.
 
 import * as THREE from 'three';
 import { buildFloor, disposeFloor } from './floor.js';
@@ -8,13 +9,19 @@ import * as checkpoints from './parts/checkpoints.js';
 import * as datalake from './parts/datalake.js';
 import * as fabric from './parts/fabric.js';
 import * as gpus from './parts/gpus.js';
+import * as handoffs from './parts/handoffs.js';
+import * as joins from './parts/joins.js';
 import * as loaders from './parts/loaders.js';
 import * as model from './parts/model.js';
 import * as placement from './parts/placement.js';
 import * as ring from './parts/ring.js';
+import * as roles from './parts/roles.js';
+import * as tokens from './parts/tokens.js';
 import * as walls from './parts/walls.js';
 
-const PART_MODULES = { datalake, loaders, gpus, walls, fabric, ring, model, checkpoints, placement };
+const PART_MODULES = {
+  datalake, loaders, gpus, roles, walls, fabric, ring, handoffs, joins, tokens, model, checkpoints, placement,
+};
 
 export function createScenery(scene, { spec, store, requestRender }) {
   // One key light and a soft ambient: flat, calm shading; activity shows as emissive glow.

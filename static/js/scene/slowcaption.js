@@ -1,12 +1,24 @@
 // The slow-motion caption: one line over the scene naming the block of the step on screen
-// ("Forward: every GPU guesses ..."), from steptext.js. It is the scene's own element (the
-// page shell only hosts it) and is styled by static/css/scene.css, linked from here.
+// ("Forward: every GPU guesses ..."), from steptext.js, and, in a planned step whose blocks
+// hold several kinds of work at once, a second line naming the others ("also: Pipeline
+// hand-off · Waiting for a turn"). It is the scene's own element (the page shell only hosts
+// it) and is styled by static/css/scene.css, linked from here.
 
-import { stepText } from './steptext.js';
+import { alsoText, stepText } from './steptext.js';
 
 const CSS_HREF = '/static/css/scene.css';
 // The meaning colour each kind is drawn in (the update has none of its own).
-const KIND_COLOUR = { data: 'data', forward: 'forward', backward: 'backward', allreduce: 'allreduce', checkpoint: 'saved', wait: 'waiting' };
+const KIND_COLOUR = {
+  data: 'data',
+  forward: 'forward',
+  backward: 'backward',
+  allreduce: 'allreduce',
+  checkpoint: 'saved',
+  wait: 'waiting',
+  tp_allreduce: 'tensor',
+  all_to_all: 'experts',
+  p2p: 'pipeline',
+};
 
 function linkStyles() {
   if (document.querySelector(`link[href="${CSS_HREF}"]`)) return;
@@ -39,12 +51,14 @@ export function mountSlowCaption(store) {
   const name = document.createElement('strong');
   const text = document.createElement('span');
   line.append(swatch, name, text);
+  const also = div('slowmo-also', box);
+  also.hidden = true;
   const hint = div('slowmo-hint', box);
   hint.textContent = 'Esc or O: back to full speed';
   document.body.append(box);
 
   let shownKey = '';
-  const state = { kind: null, caption: '', index: -1, count: 0, step: null, waiting: false };
+  const state = { kind: null, caption: '', also: '', index: -1, count: 0, step: null, waiting: false };
 
   function render(frame) {
     const on = Boolean(store.state.slowMotion) || Boolean(frame?.slow);
@@ -57,15 +71,16 @@ export function mountSlowCaption(store) {
     box.hidden = !on;
     box.classList.toggle('projector', Boolean(store.state.projector));
     if (!on) {
-      Object.assign(state, { kind: null, caption: '', index: -1, count: 0, step: null, waiting: false });
+      Object.assign(state, { kind: null, caption: '', also: '', index: -1, count: 0, step: null, waiting: false });
       return;
     }
+    also.hidden = true;
     if (waiting) {
       meta.textContent = 'Slow motion';
       swatch.dataset.kind = '';
       name.textContent = '';
       text.textContent = 'waiting for the next step to arrive…';
-      Object.assign(state, { kind: null, caption: text.textContent, index: -1, count: 0, step: null, waiting: true });
+      Object.assign(state, { kind: null, caption: text.textContent, also: '', index: -1, count: 0, step: null, waiting: true });
       return;
     }
     const t = stepText(kind);
@@ -77,9 +92,14 @@ export function mountSlowCaption(store) {
     swatch.style.borderColor = colour || frame.palette?.text || '#fff';
     name.textContent = `${t.name}: `;
     text.textContent = t.caption;
+    // A planned step's block: what else goes on at the same time.
+    const others = frame.planned ? alsoText(frame.block?.kinds, kind) : '';
+    also.hidden = !others;
+    also.textContent = others ? `also: ${others}` : '';
     Object.assign(state, {
       kind,
       caption: `${t.name}: ${t.caption}`,
+      also: others,
       index: frame.blockIndex,
       count: frame.blockCount,
       step: stepNo ?? null,

@@ -48,6 +48,7 @@ import { createPicker } from './picking.js';
 import { createPlayback } from './playback.js';
 import { createRenderer } from './renderer.js';
 import { createScenery } from './scenery.js';
+import { planKey } from './plan.js';
 import { mountSlowCaption } from './slowcaption.js';
 
 const STAGE_METHODS = [
@@ -135,6 +136,17 @@ export function createStage(canvas, { spec, topology, store }) {
   }
 
   const unsub = ['event', 'change', 'change:failedGpus'].map((name) => store.on(name, requestRender));
+  // A reset can re-plan the run on the same cluster: the parts that draw roles, rings and
+  // placements are rebuilt for the new plan. (A new cluster shape comes through rebuild().)
+  let plan = planKey(state.hello);
+  unsub.push(
+    store.on('hello', (msg) => {
+      const next = planKey(msg);
+      if (next === plan) return;
+      plan = next;
+      if ((msg?.topology?.gpus?.length ?? 0) === (topo?.gpus?.length ?? 0)) build();
+    }),
+  );
 
   function resize() {
     const { w, h } = canvasSize(canvas);

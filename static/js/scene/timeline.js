@@ -14,11 +14,19 @@
 // second for any one colour). A new step replaces the one playing once that one has been on
 // screen for the floor; until then only the newest waiting step is kept: never a backlog.
 //
+// A planned step (pipeline stages, microbatches, tensor-parallel joins, experts) is paced by
+// pacing.js instead: each lane's runs of work and waiting, every hand-off and all-to-all get
+// a readable moment, so the step takes as long as it needs (often several seconds) and plays
+// out whole before the next one starts; steps arriving meanwhile wait (the newest only). Its
+// frame's lane(g) also says what the GPU shows (`show`: the run it is in, e.g. the forward
+// pass of its microbatch even while the stage's GPUs join their halves).
+//
 // Two things can take the clock over for a while, and steps arriving meanwhile wait (the
 // newest only): slow motion plays one step block by block, each block for several seconds
 // (steptext.js says how long), and a hold keeps the step animation still while a failure is
 // staged (failure.js), then the newest step carries on.
 
+import { pace } from './pacing.js';
 import { stepText } from './steptext.js';
 import { TraceView } from './trace.js';
 
@@ -28,6 +36,10 @@ const DATA_SHARE = 0.12;
 const LESSON_S = 2.0;
 const MIN_S = 0.9;
 const MAX_S = 2.6;
+// Slow motion of a planned step: each block dwells a while, shortened when there are many
+// blocks, so a whole pipeline step stays within about a minute.
+const SLOW_PLAN_TOTAL_S = 50;
+const SLOW_PLAN_MIN_S = 2.2;
 
 const IDLE = Object.freeze({ phase: null, phaseT: 0, stepT: 1, simT: 0, active: false, lane: () => null, view: null, block: null });
 
@@ -48,10 +60,14 @@ export class Timeline {
     this.slowActive = false; // the step playing now is in slow motion
     this.slowEnded = false; // set when a slow step has played out; the reader clears it
     this.holdUntil = 0; // wall ms until which the step animation stands still
+    this.kinds = null; // hello.trace_kinds
+    this.paced = null; // a planned step's pacing (pacing.js), or null
+    this.floorS = MIN_S; // wall seconds the step on screen keeps it before a newer one
   }
 
   /** The kinds table from `hello.trace_kinds`. */
   setKinds(kinds) {
+    this.kinds = kinds ?? null;
     this.groups = Object.fromEntries((kinds ?? []).map((k) => [k.kind, k.group]));
     this.transfers = new Set((kinds ?? []).filter((k) => k.transfer).map((k) => k.kind));
   }
@@ -66,7 +82,7 @@ export class Timeline {
   onStep(msg, now, speed) {
     this._arrival(now);
     const busy = this.slowActive || now < this.holdUntil;
-    if (busy || (this.playing && !this.slowWanted && (now - this.start) / 1000 < MIN_S)) {
+    if (busy || (this.playing && !this.slowWanted && (now - this.start) / 1000 < this.floorS)) {
       this.pending = { msg, speed }; // the newest only: older waiting steps are dropped
       return;
     }
@@ -118,7 +134,14 @@ export class Timeline {
     this.duration = Math.min(MAX_S, Math.max(MIN_S, this.expected(speed) * 0.92));
     // A failure breaks the ring: the failed attempt's transfers are not shown.
     const failed = (msg.events || []).some((e) => e.kind === 'gpu_failed');
-    this.view = new TraceView(msg.trace, { groups: this.groups, skip: failed ? this.transfers : new Set() });
+    const skip = failed ? this.transfers : new Set();
+    this.view = new TraceView(msg.trace, { groups: this.groups, kinds: this.kinds, skip });
+    this.paced = null;
+    this.floorS = MIN_S;
+    if (this.view.planned) {
+      this._beginPlanned(speed);
+      return;
+    }
     const blocks = this.view.blocks.filter((b) => b.t1 > b.t0);
     const total = blocks.reduce((a, b) => a + (b.t1 - b.t0), 0) || 1;
     const floor = Math.min(MIN_SHARE, 0.5 / Math.max(1, blocks.length));
@@ -139,6 +162,28 @@ export class Timeline {
     });
   }
 
+  /** A planned step: pacing.js says how long it takes and where its blocks fall. */
+  _beginPlanned(speed) {
+    const p = pace(this.view);
+    this.paced = p;
+    // At its own pace, or slower when steps come slowly; never faster.
+    this.duration = Math.max(p.total, Math.min(MAX_S, this.expected(speed) * 0.92));
+    this.floorS = this.duration;
+    let raw = p.blocks.map((b) => b.v1 - b.v0);
+    if (this.slowActive) {
+      const k = Math.min(1, SLOW_PLAN_TOTAL_S / p.blocks.reduce((a, b) => a + stepText(b.primary).slowS, 0));
+      raw = p.blocks.map((b) => Math.max(SLOW_PLAN_MIN_S, stepText(b.primary).slowS * k));
+      this.duration = raw.reduce((a, b) => a + b, 0);
+    }
+    const sum = raw.reduce((a, b) => a + b, 0) || 1;
+    let w = 0;
+    this.blocks = p.blocks.map((b, i) => {
+      const w0 = w;
+      w += raw[i] / sum;
+      return { ...b, w0, w1: w };
+    });
+  }
+
   /** The frame's view of the step at wall time `now` (ms): {phase (the block's main kind),
    * phaseT (0..1 through the block), stepT, simT (simulated seconds into the step), active,
    * lane(g) -> GPU g's event at simT or null, view, block}. Call once per drawn frame: a
@@ -150,7 +195,7 @@ export class Timeline {
       this.slowActive = false;
       this.slowEnded = true;
     }
-    if (this.pending && !this.slowActive && (this.slowWanted || (now - this.start) / 1000 >= MIN_S)) {
+    if (this.pending && !this.slowActive && (this.slowWanted || (now - this.start) / 1000 >= this.floorS)) {
       this._begin(this.pending.msg, now, this.pending.speed);
     }
     if (!this.msg || !this.duration || !this.blocks.length) return IDLE;
@@ -181,9 +226,22 @@ export class Timeline {
     const t = (now - this.start) / 1000 / this.duration; // stepT, after any shift above
     const phaseT = catchingUp ? 0.5 : Math.min(1, Math.max(0, (t - b.w0) / Math.max(1e-9, b.w1 - b.w0)));
     // Ask the lanes just inside the block, so its last instant still belongs to it.
-    const simT = b.t0 + Math.min(phaseT, 0.9999) * (b.t1 - b.t0);
+    const inside = Math.min(phaseT, 0.9999);
+    const paced = this.paced;
+    const simT = paced ? paced.simAt(b.v0 + inside * (b.v1 - b.v0)) : b.t0 + inside * (b.t1 - b.t0);
     const view = this.view;
     const cache = new Map();
+    // A planned step: each lane's event, and the run it is in (what the GPU shows).
+    const laneAt = paced
+      ? (g) => {
+          const e = view.eventAt(g, simT);
+          const run = paced.runAt(g, simT);
+          if (!run) return e;
+          return { ...(e ?? { gpu: g, kind: run.show, t0: run.t0, dur: run.t1 - run.t0, progress: run.progress }), show: run.show, showProgress: run.progress, mbs: run.mbs };
+        }
+      : (g) => view.eventAt(g, simT);
+    const wallNow = paced ? paced.wallAt(simT) : 0;
+    const clamp01 = (x) => Math.min(1, Math.max(0, x));
     return {
       phase: b.primary,
       phaseT,
@@ -195,8 +253,27 @@ export class Timeline {
       blockIndex: idx,
       blockCount: this.blocks.length,
       slow: this.slowActive,
+      planned: Boolean(paced),
+      /** Where simulated second t falls on the step's own clock (wall seconds from its start
+       * at its natural pace, slow motion aside); `wallS` is where the frame is. */
+      wallOf(t) {
+        if (paced) return paced.wallAt(t) * paced.total;
+        const s = view.stepS || 1;
+        return Math.min(1, Math.max(0, t / s)) * s;
+      },
+      wallS: paced ? wallNow * paced.total : simT,
+      /** How far through [t0, t1) (simulated seconds) the animation is, 0..1, on the screen's
+       * clock: a pulse crossing at constant speed on screen uses this. */
+      progressOf(t0, t1) {
+        if (paced) {
+          const a = paced.wallAt(t0);
+          const z = paced.wallAt(t1);
+          return z > a ? clamp01((wallNow - a) / (z - a)) : 1;
+        }
+        return t1 > t0 ? clamp01((simT - t0) / (t1 - t0)) : 1;
+      },
       lane(g) {
-        if (!cache.has(g)) cache.set(g, view.eventAt(g, simT));
+        if (!cache.has(g)) cache.set(g, laneAt(g));
         return cache.get(g);
       },
     };
@@ -213,6 +290,8 @@ export class Timeline {
     this.slowActive = false;
     this.msg = null;
     this.view = null;
+    this.paced = null;
+    this.floorS = MIN_S;
     this.duration = 0;
   }
 }

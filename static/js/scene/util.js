@@ -216,3 +216,80 @@ export function tag(obj, part) {
 }
 
 export const ease = (t) => (t < 0.5 ? 4 * t * t * t : 1 - Math.pow(-2 * t + 2, 3) / 2);
+
+/**
+ * Words for many instances at one draw call: every distinct string is drawn once into one
+ * canvas texture (an atlas of equal cells), and each instance of an InstancedMesh of quads
+ * picks its cell through a per-instance attribute. textAtlas(strings) -> {texture, cells
+ * (string -> index), aspect (cell width / height), material(opts), setCell(mesh, i, string)}.
+ * The atlas holds at most `max` strings; any others are simply not drawn.
+ */
+export function textAtlas(strings, { colour = '#ffffff', cellW = 256, cellH = 72, max = 256, weight = 700 } = {}) {
+  const list = [...new Set(strings)].filter((s) => s).slice(0, max);
+  const cols = Math.max(1, Math.min(list.length, Math.floor(2048 / cellW)));
+  const rows = Math.max(1, Math.ceil(list.length / cols));
+  const cv = document.createElement('canvas');
+  cv.width = cols * cellW;
+  cv.height = rows * cellH;
+  const g = cv.getContext('2d');
+  g.clearRect(0, 0, cv.width, cv.height);
+  g.fillStyle = colour;
+  g.textAlign = 'center';
+  g.textBaseline = 'middle';
+  const cells = new Map();
+  list.forEach((s, k) => {
+    cells.set(s, k);
+    const x = (k % cols) * cellW;
+    const y = Math.floor(k / cols) * cellH;
+    let px = Math.round(cellH * 0.74);
+    g.font = `${weight} ${px}px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;
+    // Shrink a long string to fit its cell rather than spill into the next.
+    while (px > 12 && g.measureText(s).width > cellW - 12) {
+      px -= 2;
+      g.font = `${weight} ${px}px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;
+    }
+    g.fillText(s, x + cellW / 2, y + cellH / 2 + cellH * 0.04);
+  });
+  const texture = new THREE.CanvasTexture(cv);
+  texture.colorSpace = THREE.SRGBColorSpace;
+  texture.anisotropy = 4;
+  const size = new THREE.Vector2(1 / cols, 1 / rows);
+  return {
+    texture,
+    cells,
+    aspect: cellW / cellH,
+    /** A material for an InstancedMesh whose geometry has an InstancedBufferAttribute
+     * `cell` (vec2: the cell's lower-left corner in texture coordinates, see setCell). */
+    material({ opacity = 1, depthTest = true } = {}) {
+      const mat = new THREE.MeshBasicMaterial({ map: texture, transparent: true, opacity, depthWrite: false, depthTest });
+      mat.onBeforeCompile = (shader) => {
+        shader.uniforms.cellSize = { value: size };
+        shader.vertexShader = shader.vertexShader
+          .replace('#include <common>', '#include <common>\nattribute vec2 cell;\nuniform vec2 cellSize;')
+          .replace('#include <uv_vertex>', '#include <uv_vertex>\n#ifdef USE_MAP\n\tvMapUv = cell + uv * cellSize;\n#endif');
+      };
+      mat.customProgramCacheKey = () => 'text-atlas';
+      return mat;
+    },
+    /** Point instance i of `mesh` at the cell of `text` (false when the atlas lacks it). */
+    setCell(mesh, i, text) {
+      const k = cells.get(text);
+      if (k === undefined) return false;
+      const attr = mesh.geometry.getAttribute('cell');
+      const c = k % cols;
+      const r = Math.floor(k / cols);
+      // Canvas rows run down, texture v runs up (flipY).
+      attr.setXY(i, c * size.x, 1 - (r + 1) * size.y);
+      attr.needsUpdate = true;
+      return true;
+    },
+  };
+}
+
+/** A unit quad geometry with room for `capacity` per-instance atlas cells (see textAtlas). */
+export function atlasQuad(capacity) {
+  const geo = new THREE.PlaneGeometry(1, 1);
+  geo.setAttribute('cell', new THREE.InstancedBufferAttribute(new Float32Array(Math.max(1, capacity) * 2), 2));
+  return geo;
+}
+

@@ -115,10 +115,13 @@ export function build(ctx) {
       for (let i = 0; i < n; i++) {
         const id = lay.gpus[i].id;
         const ev = frame.lane(id);
-        const kind = ev?.kind ?? null;
+        // In a planned step the GPU shows the run it is in (`show`): a microbatch's forward
+        // glows amber through the stage's joins and hand-offs, not only its arithmetic.
+        const kind = ev?.show ?? ev?.kind ?? null;
+        const progress = ev?.showProgress ?? ev?.progress ?? 0;
         glowOf[i] = kind === 'forward' ? 1 : kind === 'backward' ? 2 : 0;
         // Brightness rises into each pass and eases off at its end, never flashing.
-        const k = frame.reduced ? 1 : Math.sin(Math.PI * Math.min(1, Math.max(0, ev?.progress ?? 0)));
+        const k = frame.reduced ? 1 : Math.sin(Math.PI * Math.min(1, Math.max(0, progress)));
         levelOf[i] = glowOf[i] ? Math.round((0.55 + 0.45 * k) * 50) : 0;
         waitOf[i] = kind === 'wait' || (kind === 'data' && loaderWaited) ? 1 : 0;
         // The staging decides about its own GPU; the store about any other failed one.

@@ -1,21 +1,28 @@
 // Part 5, the all-reduce ring: a solid track along every hop, arrowheads that say which way
 // the ring turns, and light-blue pulses with a trailing streak hopping GPU to GPU.
 //
-// Each hop follows its real route from the layout: a short arc inside a server over NVLink,
-// up to the leaf and down between servers on one leaf, and leaf -> spine -> leaf between
-// leaves. The track is drawn as thin tubes with real thickness (one InstancedMesh for all
-// segments), dim at rest and bright while the all-reduce runs (brighter and thicker in the
-// projector theme), so it reads on a washed-out projector. The step's ring has 2 x (G - 1)
-// passes; in every pass every GPU sends one chunk to its neighbour at the same time, so all
-// hops run together, pass after pass. Pulses move at a constant speed along a hop; the number
-// of passes drawn is capped so a pass is never shorter than a readable moment (the caption and
-// HUD give the real count). With reduced motion the track simply lights up while the
-// all-reduce runs. While a failure is staged, the hops into and out of the dead GPU turn red:
-// the ring is broken there.
+// The rings are the step's own: every "allreduce" ring record of the trace is drawn (a data-
+// parallel run has one ring through every GPU; a planned run one ring per data-parallel
+// group, the GPUs that hold the same shard, and with experts one per expert group too). Until
+// a step has arrived they come from hello.roles (the GPUs of each stage and tensor rank, in
+// data-parallel order), or from the topology's ring. Each hop follows its real route from the
+// layout: a short arc inside a server over NVLink, up to the leaf and down between servers on
+// one leaf, and leaf -> spine -> leaf between leaves. The track is drawn as thin tubes with
+// real thickness (one InstancedMesh for all segments of all rings), dim at rest and bright
+// on the hops whose ring is running (brighter and thicker in the projector theme), so it reads
+// on a washed-out projector. A ring has 2 x (G - 1) passes; in every pass every GPU sends one
+// chunk to its neighbour at the same time. Pulses move at a constant speed along a hop; the
+// number of passes drawn is capped so a pass is never shorter than a readable moment (the
+// caption and HUD give the real count). With reduced motion the track simply lights up while
+// the all-reduce runs. While a failure is staged, the hops into and out of the dead GPU turn
+// red: the ring is broken there.
 
 import * as THREE from 'three';
+import { route } from '../layout.js';
+import { isPlanned, planOf } from '../plan.js';
 import { aimY, commit, disposeTree, instanced, place, placeSegment, pointAlong, tag } from '../util.js';
 
+const RING_KIND = 'allreduce';
 const MAX_DRAWN_PASSES = 6;
 const MAX_DRAWN_PASSES_SLOW = 10;
 // Track tube radius in world units (a GPU package is 0.9 wide).
@@ -23,147 +30,243 @@ const TRACK_R = { default: 0.055, projector: 0.085 };
 const PULSE_R = { default: 0.26, projector: 0.32 };
 // How far the track's colour sits from the background at rest and while lit (0 = background).
 const TRACK_REST = { default: 0.42, projector: 0.55 };
+// A planned run's rings rest dimmer: until the step ends, the stages' work is the story.
+const TRACK_REST_PLANNED = { default: 0.26, projector: 0.4 };
 const TRACK_LIT = { default: 1.0, projector: 1.0 };
 const TAIL = 1.1; // streak length behind a pulse
 
+/** The rings to draw, as [{ring: [gpu ids], links: [kind]}], from a step's trace. */
+function ringsOfTrace(trace) {
+  return (trace?.rings ?? [])
+    .filter((r) => r.kind === RING_KIND && r.ring.length > 1)
+    .map((r) => ({ ring: r.ring, links: r.links }));
+}
+
+/** Before any step: one ring per data-parallel group from hello.roles, or null. */
+function ringsOfRoles(roles) {
+  if (!Array.isArray(roles) || !roles.length) return null;
+  const groups = new Map();
+  for (const r of [...roles].sort((a, b) => (a.dp ?? 0) - (b.dp ?? 0))) {
+    const key = `${r.stage ?? 0}/${r.tp ?? 0}`;
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(r.gpu);
+  }
+  return [...groups.values()].filter((g) => g.length > 1).map((ring) => ({ ring, links: null }));
+}
+
+const signature = (rings) => rings.map((r) => r.ring.join(',')).join('|');
+
 export function build(ctx) {
-  const { scene, layout: lay, palette } = ctx;
+  const { scene, layout: lay, palette, store } = ctx;
   const theme = palette.theme === 'projector' ? 'projector' : 'default';
   const group = new THREE.Group();
-  const paths = lay.ringPaths;
-  const radius = TRACK_R[theme];
-
-  // The track: every hop's route as tubes, one instance per straight piece.
-  const segs = []; // [{path index, a, b}]
-  paths.forEach((p, pi) => {
-    for (let i = 1; i < p.points.length; i++) segs.push({ pi, a: p.points[i - 1], b: p.points[i] });
-  });
-  const track = instanced(
-    new THREE.CylinderGeometry(1, 1, 1, 10, 1, true),
-    new THREE.MeshBasicMaterial({ color: '#ffffff' }),
-    segs.length,
-    'ring',
-  );
-  // A unit-radius cylinder scaled by the radius: the tube is 2 x radius thick.
-  segs.forEach((s, i) => placeSegment(track, i, s.a, s.b, radius));
-  track.count = segs.length;
-  // Joints: a small ball where two pieces of a route meet, so bends stay solid.
-  const joints = instanced(new THREE.SphereGeometry(1, 10, 6), new THREE.MeshBasicMaterial({ color: '#ffffff' }), segs.length, 'ring');
-  let nj = 0;
-  for (const p of paths) {
-    for (let i = 1; i < p.points.length - 1; i++) {
-      const q = p.points[i];
-      place(joints, nj++, q[0], q[1], q[2], radius, radius, radius);
-    }
-  }
-  joints.count = nj;
-
-  // One arrowhead per hop, at its middle, pointing the way the chunks travel.
-  const arrows = instanced(new THREE.ConeGeometry(1, 1, 12), new THREE.MeshBasicMaterial({ color: '#ffffff' }), paths.length, 'ring');
-  const at = [0, 0, 0];
-  const ahead = [0, 0, 0];
-  const q = new THREE.Quaternion();
-  const ar = radius * 3.2;
-  paths.forEach((p, i) => {
-    const mid = p.length * 0.5;
-    pointAlong(p.points, mid, at);
-    pointAlong(p.points, mid + 0.05, ahead);
-    aimY(ahead[0] - at[0], ahead[1] - at[1], ahead[2] - at[2], q);
-    place(arrows, i, at[0], at[1], at[2], ar, ar * 2.2, ar, q);
-  });
-  arrows.count = paths.length;
-
-  // The longest hop decides the pulse speed, so every pulse moves at the same constant speed.
-  const longest = paths.reduce((a, p) => Math.max(a, p.length), 0.001);
-  const pr = PULSE_R[theme];
-  const pulses = instanced(new THREE.SphereGeometry(pr, 16, 10), new THREE.MeshBasicMaterial({ color: palette.allreduce }), paths.length, 'ring');
-  // The streak: a cone from the pulse back along where it came from, so the direction of
-  // travel reads even in a still picture.
-  const tails = instanced(
-    new THREE.CylinderGeometry(0.12, 1, 1, 10, 1, true),
-    new THREE.MeshBasicMaterial({ color: palette.allreduce, transparent: true, opacity: 0.55, depthWrite: false }),
-    paths.length,
-    'ring',
-  );
-  group.add(track, joints, arrows, tails, pulses);
   tag(group, 'ring');
   scene.add(group);
+  const radius = TRACK_R[theme];
+  const pr = PULSE_R[theme];
+  const topo = new Map(lay.ringPaths.map((p) => [`${p.src}>${p.dst}`, p]));
+  const gpuKind = (a, b) => {
+    const ga = lay.gpus.find((g) => g.id === a);
+    const gb = lay.gpus.find((g) => g.id === b);
+    return ga && gb && ga.server === gb.server ? 'nvlink' : 'spine';
+  };
+
+  let paths = [];
+  let segs = [];
+  let meshes = null;
+  let builtSig = null;
+
+  /** Every hop of every ring, each once, on the route the topology (or the layout) gives. */
+  function pathsFor(rings) {
+    const out = [];
+    const seen = new Set();
+    const covered = new Set();
+    for (const { ring, links } of rings) {
+      // A ring through GPUs an earlier ring already joins (with experts: the rings that
+      // average each expert's gradients, after the one for the shared weights) is drawn only
+      // while it runs, so at rest it does not tangle the picture.
+      const secondary = ring.some((g) => covered.has(g));
+      for (const g of ring) covered.add(g);
+      ring.forEach((src, i) => {
+        const dst = ring[(i + 1) % ring.length];
+        const key = `${src}>${dst}`;
+        if (seen.has(key) || src === dst) return;
+        seen.add(key);
+        const p = topo.get(key) ?? route(lay, src, dst, links?.[i] ?? gpuKind(src, dst));
+        if (p) out.push({ ...p, secondary });
+      });
+    }
+    return out;
+  }
+
+  function makeMeshes(rings) {
+    if (meshes) {
+      for (const m of Object.values(meshes)) {
+        m.removeFromParent();
+        m.geometry.dispose();
+        m.material.dispose();
+      }
+    }
+    builtSig = signature(rings);
+    paths = pathsFor(rings);
+    segs = [];
+    paths.forEach((p, pi) => {
+      for (let i = 1; i < p.points.length; i++) segs.push({ pi, a: p.points[i - 1], b: p.points[i] });
+    });
+    // The track: every hop's route as tubes, one instance per straight piece.
+    const track = instanced(
+      new THREE.CylinderGeometry(1, 1, 1, 10, 1, true),
+      new THREE.MeshBasicMaterial({ color: '#ffffff' }),
+      segs.length,
+      'ring',
+    );
+    // A unit-radius cylinder scaled by the radius: the tube is 2 x radius thick.
+    segs.forEach((s, i) => placeSegment(track, i, s.a, s.b, radius));
+    track.count = segs.length;
+    // Joints: a small ball where two pieces of a route meet, so bends stay solid.
+    const joints = instanced(new THREE.SphereGeometry(1, 10, 6), new THREE.MeshBasicMaterial({ color: '#ffffff' }), segs.length, 'ring');
+    let nj = 0;
+    for (const p of paths) {
+      for (let i = 1; i < p.points.length - 1; i++) {
+        const q = p.points[i];
+        place(joints, nj++, q[0], q[1], q[2], radius, radius, radius);
+      }
+    }
+    joints.count = nj;
+    // One arrowhead per hop, pointing the way the chunks travel: at its middle, or, where the
+    // ring also runs back along the same route (a ring of two), a little before it.
+    const arrows = instanced(new THREE.ConeGeometry(1, 1, 12), new THREE.MeshBasicMaterial({ color: '#ffffff' }), paths.length, 'ring');
+    const keys = new Set(paths.map((p) => `${p.src}>${p.dst}`));
+    const at = [0, 0, 0];
+    const ahead = [0, 0, 0];
+    const q = new THREE.Quaternion();
+    const ar = radius * 3.2;
+    paths.forEach((p, i) => {
+      const mid = p.length * (keys.has(`${p.dst}>${p.src}`) ? 0.36 : 0.5);
+      pointAlong(p.points, mid, at);
+      pointAlong(p.points, mid + 0.05, ahead);
+      aimY(ahead[0] - at[0], ahead[1] - at[1], ahead[2] - at[2], q);
+      place(arrows, i, at[0], at[1], at[2], ar, ar * 2.2, ar, q);
+    });
+    arrows.count = paths.length;
+    const pulses = instanced(new THREE.SphereGeometry(pr, 16, 10), new THREE.MeshBasicMaterial({ color: palette.allreduce }), paths.length, 'ring');
+    // The streak: a cone from the pulse back along where it came from, so the direction of
+    // travel reads even in a still picture.
+    const tails = instanced(
+      new THREE.CylinderGeometry(0.12, 1, 1, 10, 1, true),
+      new THREE.MeshBasicMaterial({ color: palette.allreduce, transparent: true, opacity: 0.55, depthWrite: false }),
+      paths.length,
+      'ring',
+    );
+    meshes = { track, joints, arrows, tails, pulses };
+    group.add(track, joints, arrows, tails, pulses);
+    tag(group, 'ring');
+    sending = new Uint8Array(paths.length);
+    lastKey = '';
+    // The longest hop decides the pulse speed, so every pulse moves at the same constant speed.
+    longest = paths.reduce((a, p) => Math.max(a, p.length), 0.001);
+    passes = 2 * Math.max(1, (rings[0]?.ring.length ?? 2) - 1);
+  }
 
   const bg = new THREE.Color(palette.background);
   const blue = new THREE.Color(palette.allreduce);
   const broken = new THREE.Color(palette.failure);
-  const c = new THREE.Color();
+  const planned = isPlanned(planOf(store.state.hello));
+  const rest = new THREE.Color().copy(bg).lerp(blue, (planned ? TRACK_REST_PLANNED : TRACK_REST)[theme]);
+  const lit = new THREE.Color().copy(bg).lerp(blue, TRACK_LIT[theme]);
   const behind = [0, 0, 0];
-  const sending = new Uint8Array(paths.length);
-  let passes = 2 * Math.max(1, paths.length - 1);
+  const at = [0, 0, 0];
+  let sending = new Uint8Array(0);
+  let longest = 0.001;
+  let passes = 2;
   let lastKey = '';
 
-  function colourTrack(level, deadGpu) {
-    c.copy(bg).lerp(blue, level);
+  /** Show instance i of a mesh as built, or not at all (a secondary ring at rest). */
+  function shown(mesh, i, on) {
+    const a = mesh.instanceMatrix.array;
+    const base = mesh.userData.base;
+    for (let k = 0; k < 16; k++) a[i * 16 + k] = on ? base[i * 16 + k] : 0;
+  }
+
+  function colourTrack(deadGpu) {
+    const { track, joints, arrows } = meshes;
+    for (const m of [track, joints, arrows]) m.userData.base ??= m.instanceMatrix.array.slice();
+    const broke = (p) => deadGpu !== null && (p.src === deadGpu || p.dst === deadGpu);
+    const colourOf = (p, i) => (broke(p) ? broken : sending[i] ? lit : rest);
+    const on = (p, i) => !p.secondary || sending[i] || broke(p);
     for (let i = 0; i < segs.length; i++) {
-      const p = paths[segs[i].pi];
-      track.setColorAt(i, deadGpu !== null && (p.src === deadGpu || p.dst === deadGpu) ? broken : c);
+      const pi = segs[i].pi;
+      track.setColorAt(i, colourOf(paths[pi], pi));
+      shown(track, i, on(paths[pi], pi));
     }
     let j = 0;
-    for (const p of paths) {
-      for (let i = 1; i < p.points.length - 1; i++) {
-        joints.setColorAt(j++, deadGpu !== null && (p.src === deadGpu || p.dst === deadGpu) ? broken : c);
+    paths.forEach((p, i) => {
+      for (let k = 1; k < p.points.length - 1; k++) {
+        joints.setColorAt(j, colourOf(p, i));
+        shown(joints, j++, on(p, i));
       }
-    }
-    for (let i = 0; i < paths.length; i++) {
-      const p = paths[i];
-      arrows.setColorAt(i, deadGpu !== null && (p.src === deadGpu || p.dst === deadGpu) ? broken : c);
-    }
+      arrows.setColorAt(i, colourOf(p, i));
+      shown(arrows, i, on(p, i));
+    });
     commit(track);
     commit(joints);
     commit(arrows);
   }
 
+  const initial =
+    ringsOfTrace(store.state.step?.trace).length
+      ? ringsOfTrace(store.state.step.trace)
+      : ringsOfRoles(store.state.hello?.roles) ?? [{ ring: lay.ringPaths.map((p) => p.src), links: null }];
+  makeMeshes(initial);
+
   return {
     object: group,
     update(frame) {
+      // The step's rings are the ones drawn (a new plan brings new rings).
+      const fromStep = ringsOfTrace(frame.step?.trace);
+      if (fromStep.length && signature(fromStep) !== builtSig) makeMeshes(fromStep);
+      const { track, arrows, pulses, tails } = meshes;
       frame.debug.ringSegments = track.count;
       frame.debug.ringRadius = radius;
       frame.debug.ringArrows = arrows.count;
+      frame.debug.rings = builtSig ? builtSig.split('|').length : 0;
       // Pulses go where the lanes say a chunk is travelling: each GPU whose event now is a
       // ring send to the next GPU on a drawn route.
       let active = 0;
-      if (frame.signal && frame.block?.kinds?.has('allreduce')) {
-        for (let i = 0; i < paths.length; i++) {
-          const ev = frame.lane(paths[i].src);
-          sending[i] = ev && ev.kind === 'allreduce' && ev.peer === paths[i].dst ? 1 : 0;
-          if (sending[i]) {
-            active += 1;
-            passes = ev.passes || passes;
-          }
+      const going = frame.signal && frame.block?.kinds?.has(RING_KIND);
+      let progress = frame.phaseT;
+      for (let i = 0; i < paths.length; i++) {
+        const ev = going ? frame.lane(paths[i].src) : null;
+        sending[i] = ev && ev.kind === RING_KIND && ev.peer === paths[i].dst ? 1 : 0;
+        if (sending[i]) {
+          active += 1;
+          passes = ev.passes || passes;
+          // How far through its ring the step is (a planned step's rings need not fill a
+          // block): the pulses run on the ring's own clock.
+          if (frame.planned && ev.passes) progress = (ev.index - 1 + ev.progress) / ev.passes;
         }
       }
       const dead = frame.failure?.dead ? frame.failure.gpu : null;
-      const key = `${active > 0}|${dead}`;
+      const key = `${sending.join('')}|${dead}`;
       if (key !== lastKey) {
         lastKey = key;
-        colourTrack(active ? TRACK_LIT[theme] : TRACK_REST[theme], dead);
+        colourTrack(dead);
       }
       frame.debug.ringBroken = dead !== null;
-      if (!active) {
-        pulses.count = 0;
-        tails.count = 0;
-        frame.debug.pulses = 0;
-        return false;
-      }
-      frame.debug.ringLit = true;
-      if (frame.reduced) {
+      if (!active || frame.reduced) {
         // Reduced motion: the lit track is the signal; no moving pulses.
         pulses.count = 0;
         tails.count = 0;
         frame.debug.pulses = 0;
+        if (active) frame.debug.ringLit = true;
         return false;
       }
+      frame.debug.ringLit = true;
       // The ring's passes all look alike; a few laps are drawn over the ring's share of the
       // step so each stays a readable moment (the caption and HUD give the real count).
       const cap = frame.slow ? MAX_DRAWN_PASSES_SLOW : MAX_DRAWN_PASSES;
       const drawn = Math.max(1, Math.min(passes, cap));
-      const t = Math.min(0.9999, frame.phaseT) * drawn;
+      const t = Math.min(0.9999, Math.max(0, progress)) * drawn;
       const within = t - Math.floor(t); // progress through the current drawn pass
       let count = 0;
       for (let i = 0; i < paths.length; i++) {
