@@ -43,6 +43,7 @@ from app.labs.hardware import (
     parse_count,
 )
 from app.labs.memory import RULES, USABLE_FRACTION, FieldError, MemoryResult, compute_memory
+from app.labs.reallook import RealLook, reallook
 from app.labs.ringlab import MAX_GPUS, MIN_GPUS, run_ring_lab
 
 router = APIRouter(prefix="/api/labs", tags=["labs"])
@@ -342,3 +343,8 @@ def lens_models() -> dict[str, Any]:
 @router.get("/content", response_model=Classroom)
 def content() -> Classroom:
     return classroom()
+
+
+@router.get("/reallook", response_model=RealLook)
+def real_look() -> RealLook:
+    return reallook()

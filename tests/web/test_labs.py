@@ -10,7 +10,14 @@ import zlib
 
 import httpx
 
-LABS = [("r", "ring"), ("m", "memory"), ("w", "swap"), ("c", "cost"), ("q", "talk")]
+LABS = [
+    ("r", "ring"),
+    ("m", "memory"),
+    ("w", "swap"),
+    ("c", "cost"),
+    ("q", "talk"),
+    ("h", "reallook"),
+]
 
 
 def labs(page, name: str):
@@ -28,7 +35,7 @@ def test_every_panel_opens_from_key_and_toolbar_and_esc_closes(page_at, web) -> 
     page = w.page
     web.wait_stage(page)
     labels = page.locator("#toolbar .group.labs button").all_inner_texts()
-    assert labels == ["ring lab", "memory", "swap it", "cost", "questions"]
+    assert labels == ["ring lab", "memory", "swap it", "cost", "questions", "real look"]
     for key, name in LABS:
         page.keyboard.press(key)
         page.wait_for_selector(f"#lab-{name}:not([hidden])")

@@ -1,6 +1,7 @@
 // Concept labs: the ring all-reduce, GPU memory, "swap it" parallelism cards, cost and energy,
-// and classroom questions. main.js calls mountLabs once the page is up; it returns one key per
-// lab (the toolbar shows a button for each, the help lists them) and closeAll() for Esc.
+// classroom questions, and what the cluster really looks like in a data hall. main.js calls
+// mountLabs once the page is up; it returns one key per lab (the toolbar shows a button for
+// each, the help lists them) and closeAll() for Esc.
 // One panel is open at a time, docked at the side. A lab that changes the scene names the
 // part it changes (lab.scene = {part, view, headroom}); while it is open the stage frames that
 // part in the window's free area (see frame.js), so no panel covers what it changes.
@@ -15,8 +16,9 @@ import * as memory from './memory.js';
 import * as swapit from './swapit.js';
 import * as cost from './cost.js';
 import * as talk from './talk.js';
+import * as reallook from './reallook.js';
 
-const LABS = [ringlab, memory, swapit, cost, talk];
+const LABS = [ringlab, memory, swapit, cost, talk, reallook];
 
 export function mountLabs({ store, ui } = {}) {
   const root = h('div', { class: 'labs-root', id: 'labs' });
@@ -206,5 +208,10 @@ export function mountLabs({ store, ui } = {}) {
     keys: panels.map((p) => ({ key: p.lab.key, label: p.lab.label, open: () => open(p.lab.id) })),
     closeAll,
     open,
+    // For presenting and lesson links (presenter/parts.js): which lab is open, and a lab by id.
+    get openId() {
+      return openId;
+    },
+    lab: (id) => panels.find((p) => p.lab.id === id)?.lab ?? null,
   };
 }
