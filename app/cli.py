@@ -31,6 +31,12 @@ def _serve(argv: list[str]) -> int:
     return serve_main(argv)
 
 
+def _watch(argv: list[str]) -> int:
+    from app.watch_cli import watch_main
+
+    return watch_main(argv)
+
+
 def _train(argv: list[str]) -> int:
     from app.train_cli import train_main
 
@@ -52,6 +58,7 @@ def _estimate(argv: list[str]) -> int:
 # name -> (one line for `trainingrun --help`, entry point); the first is the default.
 COMMANDS: dict[str, tuple[str, Callable[[list[str]], int]]] = {
     "serve": ("serve the live training run on a web page (the default)", _serve),
+    "watch": ("show a real PyTorch distributed job that reports to this server", _watch),
     "train": ("train headless: a progress bar, or JSON lines with --json", _train),
     "memory": ("how much GPU memory a model needs to serve and to train", _memory),
     "estimate": ("time, GPU-hours, energy, cost and interruptions of a whole run", _estimate),

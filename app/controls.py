@@ -14,12 +14,22 @@ from app import run_events
 from app.engine.config import RunConfig
 from app.engine.timing import PRESETS
 from app.history import new_run_id
-from app.pipe import CheckpointNow, FailGpu, Hold, Reset, RunInfo, StepOnce, WorkerState
+from app.pipe import (
+    CheckpointNow,
+    FailGpu,
+    Hold,
+    InjectFault,
+    Reset,
+    RunInfo,
+    StepOnce,
+    WorkerState,
+)
 from app.protocol import (
     PLAN_FIELDS,
     CheckpointControl,
     EventMsg,
     FailGpuControl,
+    InjectFaultControl,
     PauseControl,
     ResetControl,
     ResumeControl,
@@ -76,6 +86,26 @@ async def fail_gpu(r: Runner, ctl: FailGpuControl) -> list[EventMsg]:
     if not 0 <= ctl.gpu < gpus:
         raise ControlError("bad_gpu", f"gpu must be between 0 and {gpus - 1}, got {ctl.gpu}")
     return state_events(r, await r.ask(FailGpu(ctl.gpu)))
+
+
+async def inject_fault(r: Runner, ctl: InjectFaultControl) -> list[EventMsg]:
+    """A fault at scale from the next step; the engine's rules, checked here first so that a
+    viewer hears which one a request breaks (the run is never touched by a refused one)."""
+    c = r.view.config
+    if ctl.kind == "data_stall":
+        if ctl.target < 1:
+            why = f"a data stall's target is its milliseconds, 1 or more, got {ctl.target}"
+            raise ControlError("bad_fault", why)
+    elif not 0 <= ctl.target < c.gpus:
+        raise ControlError("bad_gpu", f"gpu must be between 0 and {c.gpus - 1}, got {ctl.target}")
+    if ctl.kind != "dead" and not (c.tp == 1 and c.pp == 1 and c.experts == 0):
+        raise ControlError(
+            "bad_fault",
+            f"a {ctl.kind} fault is simulated for data-parallel runs of a dense model only; "
+            f"this run has tp {c.tp}, pp {c.pp}, {c.experts} experts",
+            409,
+        )
+    return state_events(r, await r.ask(InjectFault(ctl.kind, ctl.target, ctl.steps)))
 
 
 async def checkpoint_now(r: Runner, ctl: CheckpointControl) -> list[EventMsg]:
@@ -160,5 +190,6 @@ HANDLERS: dict[str, Callable[[Runner, Any], Awaitable[list[EventMsg]]]] = {
     "step": step,
     "fail_gpu": fail_gpu,
     "checkpoint_now": checkpoint_now,
+    "inject_fault": inject_fault,
     "reset": reset,
 }

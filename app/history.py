@@ -60,7 +60,18 @@ CREATE TABLE IF NOT EXISTS events (
     time REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_run ON events (run_id, id);
+-- The probe (top next-word guesses and the watched weights) of each step that computed one,
+-- as its step message carried it (ProbeMsg JSON): the rewind shows a past step's probe.
+CREATE TABLE IF NOT EXISTS step_probes (
+    seq INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    probe TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS step_probes_run ON step_probes (run_id, seq);
 """
+
+# Most steps one page of GET /api/steps carries.
+STEPS_PAGE_MAX = 1000
 
 STEP_FIELDS = (
     "step",
@@ -167,8 +178,10 @@ class History:
         figures: dict[str, Any],
         events: list[dict[str, Any]],
         trace: bytes | None = None,
+        probe: str | None = None,
     ) -> None:
-        """One step, the events it carried and its compressed trace, in one transaction."""
+        """One step, the events it carried, its compressed trace and its probe (JSON, when
+        the step computed one), in one transaction."""
         bad = [
             k
             for k in STEP_FIELDS
@@ -188,6 +201,11 @@ class History:
             )
             if trace is not None:
                 self._db.execute("INSERT INTO step_traces (seq, trace) VALUES (?, ?)", (seq, trace))
+            if probe is not None:
+                self._db.execute(
+                    "INSERT INTO step_probes (seq, run_id, probe) VALUES (?, ?, ?)",
+                    (seq, run_id, probe),
+                )
             for e in events:
                 self._insert_event(run_id, seq, e, now)
 
@@ -246,6 +264,59 @@ class History:
                 (run_id, step),
             ).fetchone()
         return None if row is None else (int(row[0]), bytes(row[1]))
+
+    def steps_page(
+        self,
+        run_id: str,
+        first: int,
+        last: int,
+        *,
+        after_seq: int = 0,
+        limit: int = STEPS_PAGE_MAX,
+    ) -> list[dict[str, Any]]:
+        """Recorded steps of a run numbered `first`..`last`, in the order they were trained
+        (seq; after a rollback a step number comes twice), after `after_seq`, at most `limit`.
+
+        Each row has the step's figures and `probe`: the probe as it stood at that step (the
+        latest recorded at or before it, since only every few steps compute one), with
+        `probe_step`, the step it was computed at; both None before the first probe."""
+        limit = max(1, min(int(limit), STEPS_PAGE_MAX))
+        with self._lock:
+            cur = self._db.execute(
+                "SELECT s.seq, s.step, s.epoch, s.loss, s.grad_norm, s.lr, s.tokens_total,"
+                " s.sim_step_s, s.wall_step_s, s.time,"
+                " (SELECT p.seq FROM step_probes p WHERE p.run_id = s.run_id AND p.seq <= s.seq"
+                "  ORDER BY p.seq DESC LIMIT 1) AS probe_seq"
+                " FROM steps s WHERE s.run_id = ? AND s.step BETWEEN ? AND ? AND s.seq > ?"
+                " ORDER BY s.seq LIMIT ?",
+                (run_id, int(first), int(last), int(after_seq), limit),
+            )
+            names = [d[0] for d in cur.description]
+            rows = [dict(zip(names, row, strict=True)) for row in cur]
+            wanted = sorted({r["probe_seq"] for r in rows if r["probe_seq"] is not None})
+            probes: dict[int, tuple[int, dict[str, Any]]] = {}
+            for seq in wanted:
+                found = self._db.execute(
+                    "SELECT s.step, p.probe FROM step_probes p JOIN steps s ON s.seq = p.seq"
+                    " WHERE p.seq = ?",
+                    (seq,),
+                ).fetchone()
+                if found is not None:
+                    probes[seq] = (int(found[0]), json.loads(found[1]))
+        for r in rows:
+            got = probes.get(r.pop("probe_seq"))
+            r["probe_step"], r["probe"] = got if got is not None else (None, None)
+        return rows
+
+    def step_span(self, run_id: str) -> tuple[int, int, int] | None:
+        """(lowest step, highest step, steps recorded) of a run, or None before its first."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT MIN(step), MAX(step), COUNT(*) FROM steps WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        if row is None or row[2] == 0:
+            return None
+        return int(row[0]), int(row[1]), int(row[2])
 
     def run_config(self, run_id: str) -> dict[str, Any] | None:
         with self._lock:

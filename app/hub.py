@@ -153,6 +153,10 @@ class Hub:
     def count(self) -> int:
         return len(self._viewers)
 
+    def viewers(self) -> list[Viewer]:
+        """The viewers connected now (a copy: safe to iterate while they come and go)."""
+        return list(self._viewers)
+
     def add(self, send: Send, *, can_control: bool, first: Callable[[], list[str]]) -> Viewer:
         """Register a viewer; `first()` (hello, snapshot) is queued before anything else.
 

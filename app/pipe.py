@@ -16,6 +16,7 @@ To the worker:
     StepOnce()                  one step now (while paused)
     FailGpu(gpu)                fail a GPU: the run rolls back to its last good checkpoint
     CheckpointNow()             save a checkpoint now
+    InjectFault(kind, target, steps)  a fault at scale from the next step (Trainer.inject)
     Reset(config, run_id)       drop the run and open a fresh one with this config
     Close()                     final checkpoint, then the worker exits
 
@@ -28,7 +29,8 @@ From the worker:
                                 compressed trace for the history, its events, and the
                                 checkpoints on disk when they changed
     Reply(req_id, result, error)  the answer to a Request: RunInfo for Reset, WorkerState for
-                                FailGpu, CheckpointNow and Close, None otherwise; or an error
+                                FailGpu, CheckpointNow, InjectFault and Close, None otherwise;
+                                or an error
     StepDiverged(run_id, event, state)  a step's loss or gradient norm was not finite: the
                                 update was not applied and the worker stopped stepping (it
                                 waits at its last good step); the engine's `diverged` event
@@ -131,6 +133,13 @@ class CheckpointNow:
 
 
 @dataclass(frozen=True)
+class InjectFault:
+    kind: str  # steptrace.FAULT_KINDS
+    target: int  # a GPU, or a data stall's milliseconds
+    steps: int
+
+
+@dataclass(frozen=True)
 class Reset:
     config: dict[str, Any]  # RunConfig.to_dict()
     run_id: str
@@ -141,7 +150,7 @@ class Close:
     pass
 
 
-Ask = Hold | StepOnce | FailGpu | CheckpointNow | Reset | Close
+Ask = Hold | StepOnce | FailGpu | CheckpointNow | InjectFault | Reset | Close
 
 
 @dataclass(frozen=True)
@@ -168,6 +177,7 @@ class StepReady:
     trace: bytes  # the step's trace (TraceMsg JSON), zlib-compressed, for the history
     events: list[EventMsg] = field(default_factory=list)
     checkpoints: list[CheckpointMsg] | None = None  # None: unchanged since the last report
+    probe: str | None = None  # the step's probe (ProbeMsg JSON) when it computed one
 
 
 @dataclass(frozen=True)

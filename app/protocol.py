@@ -37,10 +37,12 @@ CONTROL_EVENT_KINDS = (
     "run_reset",
     "worker_failed",
     "record_failed",
+    "fault_injected",
 )
 
 Speed = Literal["lesson", "max"] | Annotated[float, Field(ge=SPEED_MIN, le=SPEED_MAX)]
-RunState = Literal["running", "paused", "resting"]
+# "waiting": a `trainingrun watch` server with no run reporting to it (yet, or any more).
+RunState = Literal["running", "paused", "resting", "waiting"]
 
 
 class _Out(BaseModel):
@@ -57,7 +59,8 @@ class EventMsg(_Out):
     kind: str = Field(
         description="engine kind (checkpoint_saved, checkpoint_skipped, checkpoint_failed, "
         "gpu_failed, restored, gpu_replaced, epoch_started, shard_rebuilt) or server kind "
-        "(paused, resumed, speed_changed, run_reset, diverged, worker_failed, record_failed)"
+        "(paused, resumed, speed_changed, run_reset, diverged, worker_failed, record_failed, "
+        "fault_injected)"
     )
     step: int
     message: str
@@ -378,6 +381,17 @@ class PresetMsg(_Out):
     sources: list[str] = Field(default_factory=list)
 
 
+class AttachedRunMsg(_Out):
+    """A real torch.distributed job reporting to this server (app/attach/, app/attached.py)."""
+
+    backend: str = Field(description="its process group backend, e.g. gloo or nccl")
+    device: str = Field(description="where its ranks compute, e.g. cpu or cuda")
+    world_size: int = Field(description="ranks in the job")
+    nodes: int = Field(description="machines the ranks run on")
+    ranks_per_node: int
+    hosts: list[str] = Field(description="the machines' names, as the ranks reported them")
+
+
 class HelloMsg(_Out):
     type: Literal["hello"] = "hello"
     protocol: int = PROTOCOL_VERSION
@@ -393,6 +407,12 @@ class HelloMsg(_Out):
     roles: list[RoleMsg] = Field(description="one per GPU, in GPU order")
     trace_kinds: list[TraceKindMsg] = Field(default_factory=trace_kinds)
     trace_groups: list[TraceGroupMsg] = Field(default_factory=trace_groups)
+    measured: bool = Field(
+        default=False,
+        description="every number was measured on the user's own cluster (an attached run), "
+        "none simulated: the step times are wall clock (or CUDA events), not the timing model",
+    )
+    attached: AttachedRunMsg | None = Field(default=None, description="the attached job")
 
 
 # --- snapshot -----------------------------------------------------------------------------
@@ -439,8 +459,57 @@ class ErrorMsg(_Out):
     message: str
 
 
+# --- presenter and followers (app/presenter.py) -----------------------------------------------
+
+# What a page shows, as named parts ("tour", "view", "lab", ...), each a flat object of plain
+# values. The server only relays it, so a new part (a story chapter) needs no server change;
+# the bounds keep one message small whatever a client puts in it.
+FOLLOW_NAME = r"^[a-z][a-z0-9_]{0,31}$"
+FollowName = Annotated[str, Field(pattern=FOLLOW_NAME)]
+FollowValue = (
+    bool
+    | int
+    | Annotated[float, Field(allow_inf_nan=False)]
+    | Annotated[str, Field(max_length=200)]
+    | None
+)
+FollowPart = Annotated[dict[FollowName, FollowValue], Field(max_length=24)]
+FollowParts = Annotated[dict[FollowName, FollowPart], Field(max_length=16)]
+
+
+class FollowMsg(_Out):
+    """The presenter's view for followers: sent to every page when a presentation starts,
+    moves or stops, and to a page that joins while one is on."""
+
+    type: Literal["follow"] = "follow"
+    presenting: bool = Field(description="a presentation is on")
+    lead: bool = Field(default=False, description="this page is the one presenting")
+    seq: int = Field(description="the presentation's move counter; only goes up")
+    parts: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="what the presenter's page shows, by named part"
+    )
+    followers: int = Field(description="pages following the presenter now")
+    sent_at: float = Field(description="server clock (Unix seconds) when it was sent")
+
+
+class AttachStatusMsg(_Out):
+    """Where a `trainingrun watch` server stands with the job reporting to it: sent on
+    connect and whenever it changes (a rank appears, reports were dropped, the job went
+    quiet)."""
+
+    type: Literal["attach_status"] = "attach_status"
+    waiting: bool = Field(description="no run is reporting: the page says how to attach one")
+    message: str = Field(description="what is going on, in one line")
+    run_id: str = ""
+    world_size: int = 0
+    ranks_seen: int = 0
+    steps_shown: int = 0
+    dropped: int = Field(default=0, description="reports the ranks dropped while unsent")
+
+
 ServerMessage = Annotated[
-    HelloMsg | SnapshotMsg | StepMsg | EventMsg | ErrorMsg, Field(discriminator="type")
+    HelloMsg | SnapshotMsg | StepMsg | EventMsg | ErrorMsg | FollowMsg | AttachStatusMsg,
+    Field(discriminator="type"),
 ]
 
 # --- client to server ---------------------------------------------------------------------
@@ -543,6 +612,27 @@ class CheckpointControl(_In):
     action: Literal["checkpoint_now"]
 
 
+FaultKind = Literal["dead", "straggler", "data_stall", "link"]  # app/engine/steptrace.py
+
+
+class InjectFaultControl(_In):
+    """Inject a fault at scale from the next step (app/engine/trainer.py `inject`): a GPU
+    that dies (a rollback), a straggler GPU (slow; the others wait for it at the all-reduce),
+    a stalled data loader (every GPU waits for its batch) or a cut link (the ring hop out of
+    a GPU takes the longer way round). The runner checks `target` against the run and
+    answers `bad_gpu` or `bad_fault` naming what is wrong."""
+
+    action: Literal["inject_fault"]
+    kind: FaultKind
+    target: StrictInt = Field(
+        ge=0,
+        le=60_000,
+        description="the GPU (dead, straggler), the GPU whose outgoing ring link is cut "
+        "(link), or the milliseconds of simulated time the loaders stall (data_stall, 1 or more)",
+    )
+    steps: StrictInt = Field(default=3, ge=1, le=1000, description="steps the fault lasts")
+
+
 Control = Annotated[
     PauseControl
     | ResumeControl
@@ -550,13 +640,113 @@ Control = Annotated[
     | SpeedControl
     | ResetControl
     | FailGpuControl
-    | CheckpointControl,
+    | CheckpointControl
+    | InjectFaultControl,
     Field(discriminator="action"),
 ]
 ClientMessage = Control  # the only thing a client sends today
 
+
+class PresentMsg(BaseModel):
+    """From a page with control rights: start or stop presenting, or move the room (`parts`:
+    what the page shows now). Only the presenting page's moves reach the followers."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    type: Literal["present"]
+    action: Literal["start", "stop", "move"]
+    parts: FollowParts = Field(default_factory=dict)
+    token: str | None = Field(default=None, max_length=256, description="presenter token")
+
+
+class FollowingMsg(BaseModel):
+    """From any page: it follows the presenter, or has broken away to explore on its own."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    type: Literal["following"]
+    following: bool
+
+
+present_adapter: TypeAdapter[Any] = TypeAdapter(PresentMsg)
+following_adapter: TypeAdapter[Any] = TypeAdapter(FollowingMsg)
+
+
 control_adapter: TypeAdapter[Any] = TypeAdapter(Control)
 server_message_adapter: TypeAdapter[Any] = TypeAdapter(ServerMessage)
+
+
+# --- a real job reporting its steps (app/attach/ -> POST /api/attach) ----------------------
+
+ATTACH_MAX_STEPS = 128  # step reports in one batch
+Seconds = Annotated[float, Field(ge=0.0, le=86_400.0)]
+Count = Annotated[int, Field(ge=0, le=2**53)]
+ShortName = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class _Report(BaseModel):
+    # As strict as a control: misspelt fields are errors, numbers are finite numbers.
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class RankInfo(_Report):
+    """Who is reporting: one rank of a torch.distributed job."""
+
+    rank: int = Field(ge=0, le=65_535)
+    world_size: int = Field(ge=1, le=4096)
+    local_rank: int = Field(ge=0, le=1024)
+    local_world_size: int = Field(ge=1, le=1024, description="ranks on this rank's machine")
+    node: int = Field(ge=0, le=65_535, description="the machine's index (torchrun's GROUP_RANK)")
+    host: str = Field(min_length=1, max_length=128)
+    backend: ShortName
+    device: ShortName
+    params: Count = Field(default=0, description="the model's parameters")
+    weights_bytes: Count = 0
+    grads_bytes: Count = 0
+    optimizer_bytes: Count = 0
+    device_memory_bytes: Count = Field(default=0, description="the device's memory; 0: unknown")
+    peak_memory_bytes: Count = Field(default=0, description="the most the rank had allocated")
+
+
+class RankStep(_Report):
+    """One rank's step, measured: wall clock on a CPU, CUDA events on a GPU."""
+
+    step: int = Field(ge=0, le=2**53)
+    loss: float | None = Field(default=None, ge=-1e30, le=1e30)
+    tokens: Count = 0
+    tokens_total: Count = 0
+    lr: float | None = Field(default=None, ge=0.0, le=1e6)
+    grad_norm: float | None = Field(default=None, ge=0.0, le=1e30)
+    data_s: Seconds = 0.0
+    forward_s: Seconds = 0.0
+    backward_s: Seconds = Field(
+        default=0.0, description="the backward call, including any wait for the all-reduce"
+    )
+    optimizer_s: Seconds = 0.0
+    step_s: Seconds = Field(default=0.0, description="the whole step")
+    allreduce_s: Seconds = Field(
+        default=0.0, description="the gradient all-reduce, from its first launch to its end"
+    )
+    allreduce_exposed_s: Seconds = Field(
+        default=0.0, description="the part the rank waited for after its backward compute"
+    )
+    allreduce_bytes: Count = Field(default=0, description="gradient bytes all-reduced")
+    allreduce_calls: Count = Field(default=0, description="all-reduce calls (DDP buckets)")
+    allreduce_elements: Count = Field(default=0, description="gradient elements all-reduced")
+
+
+class AttachBatch(_Report):
+    """What a rank's reporter sends to POST /api/attach: who it is and its latest steps,
+    oldest first."""
+
+    type: Literal["attach"] = "attach"
+    protocol: int = Field(ge=1, le=1000)
+    run_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
+    rank: RankInfo
+    steps: list[RankStep] = Field(max_length=ATTACH_MAX_STEPS)
+    dropped: Count = Field(default=0, description="reports this rank dropped so far")
+    token: str | None = Field(default=None, max_length=256, description="presenter token")
+
+
+attach_batch_adapter: TypeAdapter[Any] = TypeAdapter(AttachBatch)
 
 
 def parse_speed(value: str | float) -> str | float:
@@ -572,17 +762,66 @@ def parse_speed(value: str | float) -> str | float:
     return number
 
 
+# --- the recorded run, page by page (GET /api/steps; the page's rewind) ---------------------
+
+
+class RecordedStepMsg(_Out):
+    """One recorded step as runs.sqlite keeps it."""
+
+    seq: int = Field(description="position in the server's record (a rollback repeats `step`)")
+    step: int
+    epoch: int
+    loss: float
+    grad_norm: float
+    lr: float
+    tokens_total: int
+    sim_step_s: float
+    wall_step_s: float
+    time: float = Field(description="server clock (Unix seconds) when the step was recorded")
+    probe: ProbeMsg | None = Field(
+        description="the probe as it stood at this step: the latest computed at or before it"
+    )
+    probe_step: int | None = Field(description="the step that probe was computed at")
+
+
+class StepsPage(_Out):
+    """Recorded steps `from`..`to` of a run, in the order they were trained, one page."""
+
+    type: Literal["steps"] = "steps"
+    run_id: str
+    from_step: int = Field(description="the `from` asked for")
+    to_step: int = Field(description="the `to` asked for")
+    first_step: int | None = Field(description="the run's lowest recorded step")
+    last_step: int | None = Field(description="the run's highest recorded step")
+    recorded: int = Field(description="steps the run has recorded in all")
+    steps: list[RecordedStepMsg]
+    next_after_seq: int | None = Field(
+        description="more steps in the range: ask again with after_seq set to this"
+    )
+    checkpoints: list[int] = Field(
+        description="steps of the checkpoints kept on disk (full weights exist for these)"
+    )
+
+
 def json_schema() -> dict[str, Any]:
     """One JSON Schema document for both directions of the wire."""
     server = server_message_adapter.json_schema(ref_template="#/$defs/{model}")
     client = control_adapter.json_schema(ref_template="#/$defs/{model}")
-    defs = {**server.pop("$defs", {}), **client.pop("$defs", {})}
+    present = TypeAdapter(PresentMsg | FollowingMsg).json_schema(ref_template="#/$defs/{model}")
+    defs = {**server.pop("$defs", {}), **client.pop("$defs", {}), **present.pop("$defs", {})}
+    defs["AttachBatch"] = attach_batch_adapter.json_schema(ref_template="#/$defs/{model}")
+    defs.update(defs["AttachBatch"].pop("$defs", {}))
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "Training Run wire protocol",
         "description": "Every message is a JSON object tagged by `type`. See docs/protocol.md.",
         "protocol": PROTOCOL_VERSION,
-        "anyOf": [{"$ref": "#/$defs/ServerMessage"}, {"$ref": "#/$defs/ClientMessage"}],
+        "anyOf": [
+            {"$ref": "#/$defs/ServerMessage"},
+            {"$ref": "#/$defs/ClientMessage"},
+            {"$ref": "#/$defs/PresentMsg"},
+            {"$ref": "#/$defs/FollowingMsg"},
+        ],
         "$defs": {**dict(sorted(defs.items())), "ServerMessage": server, "ClientMessage": client},
     }
 

@@ -94,3 +94,47 @@ def record_failed(step: int, *, seq: int, reason: str) -> EventMsg:
         message=f"Steps are not being recorded from step {step}: {reason}. The run goes on",
         detail={"seq": seq, "reason": reason},
     )
+
+
+# What each fault kind's link-cut path is called on screen (timing.REROUTE's kinds).
+_VIA = {"leaf": "out through the network and back via the leaf switch", "spine": "up via a spine"}
+
+
+def fault_injected(
+    step: int,
+    *,
+    kind: str,
+    target: int,
+    start: int,
+    steps: int,
+    factor: float = 1.0,
+    link: dict[str, object] | None = None,
+) -> EventMsg:
+    """A fault at scale is set for steps [start, start + steps) (Trainer.inject). `link`: for
+    a cut link, the hop it cuts ({src, dst, link, via}: its link kind, and the kind of path
+    it takes instead)."""
+    last = start + steps - 1
+    when = f"step {start}" if steps == 1 else f"steps {start}-{last}"
+    detail: dict[str, object] = {"kind": kind, "target": target, "start": start, "steps": steps}
+    if kind == "dead":
+        message = f"GPU {target} will fail in step {start}: the run rolls back to its checkpoint"
+        detail["gpu"] = target
+    elif kind == "straggler":
+        message = (
+            f"GPU {target} runs {factor:g}x slower in {when}: "
+            "the others wait for it at the all-reduce"
+        )
+        detail |= {"gpu": target, "factor": factor}
+    elif kind == "data_stall":
+        message = f"The data loaders stall {target} ms in {when}: every GPU waits for its batch"
+        detail["ms"] = target
+    else:
+        link = link or {}
+        src, dst, was, via = link.get("src"), link.get("dst"), link.get("link"), link.get("via")
+        if via == was:
+            around = "its traffic moves to the other spines (no slower in this model)"
+        else:
+            around = f"the ring's hop goes {_VIA.get(str(via), f'via {via}')}"
+        message = f"Link GPU {src} → GPU {dst} ({was}) cut in {when}: {around}"
+        detail |= {"gpu": target, **link}
+    return EventMsg(kind="fault_injected", step=step, message=message, detail=detail)

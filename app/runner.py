@@ -145,7 +145,12 @@ class Runner:
         events = msg.events
         try:
             self.history.add_step(
-                seq, msg.run_id, asdict(msg.figures), [e.model_dump() for e in events], msg.trace
+                seq,
+                msg.run_id,
+                asdict(msg.figures),
+                [e.model_dump() for e in events],
+                msg.trace,
+                probe=msg.probe,
             )
         except Exception as exc:
             self._record_failed(seq, msg, exc)

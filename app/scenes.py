@@ -142,6 +142,19 @@ class ViewSpec(_Strict):
         return v
 
 
+class TourAsk(_Strict):
+    """Predict, then reveal: a question the room answers before the stop shows it; the answer
+    quotes the live run (the same placeholders as captions). The sheet prints the questions."""
+
+    question: str = Field(min_length=1, max_length=200)
+    answer: str = Field(min_length=1, max_length=200)
+
+    @field_validator("question", "answer")
+    @classmethod
+    def _known_ask_placeholders(cls, v: str) -> str:
+        return _check_placeholders(v, "question")
+
+
 class TourStop(_Strict):
     part: str
     view: int | None = None  # a view key; None = frame the part itself
@@ -151,6 +164,8 @@ class TourStop(_Strict):
     more: str = Field(default="", max_length=700)
     # How long the stop lasts when the tour moves on by itself.
     duration_s: float = Field(ge=2.0, le=60.0)
+    # A question to predict before the stop shows its answer (it waits for the next press).
+    ask: TourAsk | None = None
 
     @field_validator("caption")
     @classmethod

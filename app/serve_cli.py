@@ -5,6 +5,7 @@ the variable it came from."""
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
 import threading
@@ -18,6 +19,7 @@ from app.engine.config import RunConfig
 from app.engine.plan import SCHEDULES, plan_problems
 from app.engine.timing import PRESETS
 from app.protocol import parse_speed
+from app.routes.join import join_url, lan_address
 from app.rundir import check_run_dir
 from app.security import Guard
 from app.server import WS_MAX_SIZE, create_app
@@ -159,6 +161,18 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"most step frames per second sent to each viewer (default {_default('max_fps'):g})",
     )
     p.add_argument(
+        "--backend",
+        choices=["numpy", "torch"],
+        help="array library the model's maths runs in: numpy or torch (PyTorch tensors, the "
+        f"same numbers; pip install 'trainingrun[torch]') (default {_default('backend')})",
+    )
+    p.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        help="where the torch backend computes: cpu or cuda (a GPU; falls back to the CPU with "
+        f"a message when CUDA is absent) (default {_default('device')})",
+    )
+    p.add_argument(
         "--log-level",
         choices=LOG_LEVELS,
         help=f"server log level (default {_default('log_level')})",
@@ -248,13 +262,38 @@ def settings_from_args(argv: list[str]) -> Settings:
     problem = check_run_dir(settings.run_dir)
     if problem:
         parser.error(f"--run-dir: {problem}")
+    _choose_backend(parser, settings)
     return settings
+
+
+def _choose_backend(parser: argparse.ArgumentParser, settings: Settings) -> None:
+    """Check --backend / --device here, in one line (serve_main hands them to the worker)."""
+    from app.engine import backend
+
+    if settings.backend == "numpy" and settings.device != "cpu":
+        parser.error("--device cuda: the numpy backend runs on the CPU; add --backend torch")
+    if settings.backend == "torch":
+        if not backend.torch_available():
+            parser.error(
+                "--backend torch needs PyTorch: pip install 'trainingrun[torch]' "
+                "(or run with --backend numpy)"
+            )
+        if settings.device == "cuda" and not backend.cuda_available():
+            print(
+                f"{parser.prog}: --device cuda: CUDA is not available here (no GPU, or a "
+                "CPU-only PyTorch): the run computes on the CPU",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def serve_main(argv: list[str] | None = None) -> int:
     import uvicorn
 
     settings = settings_from_args(list(sys.argv[1:] if argv is None else argv))
+    # The worker process inherits these and computes with that backend (worker.worker_main).
+    os.environ["TRAININGRUN_BACKEND"] = settings.backend
+    os.environ["TRAININGRUN_DEVICE"] = settings.device
     app = create_app(settings)
     guard: Guard = app.state.guard
     shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
@@ -262,6 +301,14 @@ def serve_main(argv: list[str] | None = None) -> int:
     print(f"Training Run: {url}  (run dir {settings.run_dir})", flush=True)
     if guard.public:
         print(f"Public server: anyone can watch; to control open {url}?token={guard.token}")
+    if settings.host in ("0.0.0.0", "::", "") and not settings.allowed_hosts:
+        # The room reaches this machine by its network address: answer to it, and say it.
+        lan = lan_address()
+        if lan:
+            settings.allowed_hosts.append(lan)
+            guard.allowed_hosts.append(lan)
+    if settings.host not in ("127.0.0.1", "::1", "localhost") or settings.allowed_hosts:
+        print(f"Join link for the room: {join_url(settings)}  (QR code on the presenter's page)")
     if settings.host in ("0.0.0.0", "::", "") and not settings.allowed_hosts:
         print(
             "Listening on every interface, but answering only to localhost: for other "

@@ -10,7 +10,7 @@ import dataclasses
 import ipaddress
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     ep: int = Field(default=RunConfig.ep, ge=1, le=64)
     microbatches: int = Field(default=RunConfig.microbatches, ge=1, le=256)
     schedule: str = RunConfig.schedule
+    # Which array library computes the model (app/engine/backend.py), and on what: the worker
+    # process reads TRAININGRUN_BACKEND / TRAININGRUN_DEVICE, which serve sets from these.
+    backend: Literal["numpy", "torch"] = "numpy"
+    device: Literal["cpu", "cuda"] = "cpu"
 
     # Pacing and fan-out
     speed: str | float = "lesson"

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.cli import CommandParser
+from app.engine import backend
+from app.engine.backend import BACKENDS, DEVICES
 from app.engine.config import RunConfig
 from app.engine.lake import DataError
 from app.engine.plan import SCHEDULES, plan_problems
@@ -190,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"pipeline schedule: all forwards then all backwards, or one forward one "
         f"backward (default {d.schedule})",
     )
+    add_backend_options(p)
     p.add_argument("--fresh", action="store_true", help="ignore and delete old checkpoints")
     p.add_argument(
         "--json", action="store_true", help="one JSON object per step on stdout, then a summary"
@@ -202,6 +205,36 @@ def build_parser() -> argparse.ArgumentParser:
         "(open it in https://ui.perfetto.dev): one process per server, one thread per GPU",
     )
     return p
+
+
+def add_backend_options(p: argparse.ArgumentParser) -> None:
+    """--backend and --device: which array library runs the model, and on what."""
+    p.add_argument(
+        "--backend",
+        default="numpy",
+        choices=list(BACKENDS),
+        help="array library the model's maths runs in: numpy (default) or torch "
+        "(PyTorch tensors, same numbers within float32 rounding; pip install 'trainingrun[torch]')",
+    )
+    p.add_argument(
+        "--device",
+        default="cpu",
+        choices=list(DEVICES),
+        help="where the torch backend computes: cpu (default) or cuda (a GPU; falls back to the "
+        "CPU with a message when CUDA is absent)",
+    )
+
+
+def choose_backend(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    """Switch the engine to --backend on --device; a one-line note on stderr if it falls back.
+    Returns what runs, e.g. "torch on cuda"."""
+    try:
+        chosen = backend.use(args.backend, args.device)
+    except backend.BackendError as e:
+        parser.error(f"--backend {args.backend}: {e}")
+    if chosen.note:
+        print(f"{parser.prog}: --device {args.device}: {chosen.note}", file=sys.stderr, flush=True)
+    return f"{chosen.name} on {chosen.device}"
 
 
 def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunConfig:
@@ -352,6 +385,7 @@ def train_main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     config = config_from_args(args, parser)
+    runs_on = choose_backend(args, parser)
     opened = False
 
     def log(message: str) -> None:
@@ -440,6 +474,7 @@ def train_main(argv: list[str] | None = None) -> int:
         "n_params": trainer.n_params,
         "params_l2": trainer.params_l2(),
         "gpus": config.gpus,
+        "backend": runs_on,
         "plan": trainer.plan.to_dict(),
         # Measured over the last step: idle stage time in the pipeline's span, the largest
         # activation memory of any GPU, and the bytes each kind of traffic moved.

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, ClassVar
 
+from app.engine import backend
 from app.engine.config import RunConfig
 from app.engine.report import Event
-from app.engine.timing import preset_info
+from app.engine.timing import REROUTE, preset_info
 from app.engine.trainer import Diverged, Trainer
 from app.pipe import (
     Ask,
@@ -30,6 +31,7 @@ from app.pipe import (
     FailGpu,
     Fatal,
     Hold,
+    InjectFault,
     Pace,
     Ready,
     Reply,
@@ -43,7 +45,8 @@ from app.pipe import (
     WorkerSpec,
     WorkerState,
 )
-from app.protocol import CheckpointMsg, EventMsg, StepFields, TraceMsg
+from app.protocol import CheckpointMsg, EventMsg, ProbeMsg, StepFields, TraceMsg
+from app.run_events import fault_injected
 
 # Events after which the list of checkpoints on disk has changed.
 CHECKPOINT_KINDS = {"checkpoint_saved", "checkpoint_skipped", "restored"}
@@ -214,6 +217,9 @@ class Worker:
                 ),
                 events=[event_msg(e) for e in report.events],
                 checkpoints=checkpoint_msgs(self.trainer) if changed else None,
+                probe=ProbeMsg.model_validate(report.probe).model_dump_json()
+                if report.probe is not None
+                else None,
             )
         )
 
@@ -245,6 +251,31 @@ class Worker:
     def _checkpoint_now(self, ask: CheckpointNow) -> WorkerState:
         return self.state([self.trainer.checkpoint_now()])
 
+    def _inject_fault(self, ask: InjectFault) -> WorkerState:
+        t = self.trainer
+        fault = t.inject(ask.kind, ask.target, ask.steps)
+        link = None
+        if fault.kind == "link":
+            ring = t.topology.ring
+            hop = t.topology.ring_links[ring.index(fault.target)]
+            link = {"src": hop.src, "dst": hop.dst, "link": hop.kind}
+            link["via"] = REROUTE.get(hop.kind, hop.kind)
+        event = fault_injected(
+            int(t.step),
+            kind=fault.kind,
+            target=fault.target,
+            start=fault.start,
+            steps=fault.steps,
+            factor=fault.factor,
+            link=link,
+        )
+        return WorkerState(
+            events=[event],
+            step=int(t.step),
+            restarts=int(t.restarts),
+            checkpoints=checkpoint_msgs(t),
+        )
+
     def _reset(self, ask: Reset) -> RunInfo:
         self.trainer.close(final_checkpoint=False)
         # fresh=True: the old run's checkpoints must not leak into the new timeline.
@@ -262,6 +293,7 @@ class Worker:
         StepOnce: _step_once,
         FailGpu: _fail_gpu,
         CheckpointNow: _checkpoint_now,
+        InjectFault: _inject_fault,
         Reset: _reset,
         Close: _close,
     }
@@ -285,6 +317,15 @@ def worker_main(conn: Connection, spec: WorkerSpec, parent_pid: int | None = Non
     # after a final checkpoint, so the worker must not die first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
+        # The array library the server was told to use (serve --backend / --device).
+        chosen = backend.use(
+            os.environ.get("TRAININGRUN_BACKEND", "numpy"),
+            os.environ.get("TRAININGRUN_DEVICE", "cpu"),
+        )
+        if chosen.name != "numpy":
+            print(
+                f"worker: the model computes with {chosen.name} on {chosen.device}", file=sys.stderr
+            )
         Worker(conn, spec, parent_pid).serve()
     except (EOFError, BrokenPipeError):
         pass  # the server went away; nothing left to tell

@@ -5,8 +5,10 @@
   3. seconds of compute until "time" is the top-1 guess after "Once upon a" (default run)
   4. peak memory (max RSS) of `trainingrun train --steps 200`
   5. a dp2 x tp2 x pp2 step (8 GPUs, 4 microbatches, 1F1B) vs the same model on 1 GPU
+  6. the default run's step in the engine itself: --backend numpy vs --backend torch (CPU, and
+     CUDA when there is one)
 
-Run: python bench/engine.py [--quick] [--only 2,5]
+Run: python bench/engine.py [--quick] [--only 2,5,6]
 """
 
 from __future__ import annotations
@@ -155,10 +157,58 @@ def bench_plan(steps: int) -> None:
     print(f"   ratio           {b / a:.2f}x   (target <= 3x)")
 
 
+def _backend_step_times(name: str, device: str, steps: int, run_dir: Path) -> list[float]:
+    from app.engine import backend
+
+    backend.use(name, device)
+    try:
+        times = _step_times(RunConfig.gpus, RunConfig.servers, steps, run_dir)
+        backend.xp.synchronize()
+        return times
+    finally:
+        backend.use("numpy")
+
+
+def bench_backends(steps: int) -> None:
+    from app.engine import backend
+
+    cfg = RunConfig()
+    tokens = cfg.batch_size * cfg.block_size
+    print(
+        f"\n6. The default run ({cfg.gpus} GPUs on {cfg.servers} servers) in the engine: "
+        "numpy vs torch backends"
+    )
+    if not backend.torch_available():
+        print("   torch is not installed: `pip install 'trainingrun[torch]'` to compare")
+        return
+    import torch
+
+    print(f"   torch threads {torch.get_num_threads()} (OMP_NUM_THREADS), as numpy's BLAS")
+    sides = [("numpy", "cpu"), ("torch", "cpu")]
+    if backend.cuda_available():
+        sides.append(("torch", "cuda"))
+    runs: dict[tuple[str, str], list[float]] = {s: [] for s in sides}
+    with tempfile.TemporaryDirectory() as d:
+        for r in range(3):  # interleave rounds so noise hits every side alike
+            for name, device in sides:
+                runs[(name, device)] += _backend_step_times(
+                    name, device, steps, Path(d) / f"{name}-{device}-{r}"
+                )
+    base = statistics.median(runs[("numpy", "cpu")])
+    for (name, device), times in runs.items():
+        m = statistics.median(times)
+        print(
+            f"   {name:5} on {device:4} {m * 1000:8.2f} ms/step  {tokens / m:10,.0f} tokens/s"
+            f"   ({base / m:.2f}x numpy's speed)"
+        )
+    if ("torch", "cuda") not in runs:
+        print("   no CUDA here: bench/gpu.py measures the GPU on a machine that has one")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="shorter measurements")
-    ap.add_argument("--only", default="1,2,3,4,5", help="which sections, e.g. 2,5")
+    ap.add_argument("--only", default="1,2,3,4,5,6", help="which sections, e.g. 2,5")
     args = ap.parse_args()
     q = args.quick
     only = {int(x) for x in args.only.split(",") if x.strip()}
@@ -173,6 +223,8 @@ def main() -> None:
         bench_peak_memory(200)
     if 5 in only:
         bench_plan(10 if q else 30)
+    if 6 in only:
+        bench_backends(10 if q else 30)
 
 
 if __name__ == "__main__":

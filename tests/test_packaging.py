@@ -34,7 +34,7 @@ def _readme_commands() -> list[str]:
 def test_readme_opens_with_run_and_test_commands():
     run, test = _readme_commands()[:2]
     assert run.endswith("trainingrun") and "pip install ." in run
-    assert "pytest" in test and "[test]" in test
+    assert "pytest" in test and "[test,torch,notebook]" in test
 
 
 def test_ci_runs_the_readme_test_command_and_installs_chromium():

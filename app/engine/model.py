@@ -210,7 +210,7 @@ class Model:
         self.last_forward_s: float | None = None
 
     def _workspace(self, R: int, b: int, T: int, dt: Any) -> _Workspace:
-        key = (R, b, T, np.dtype(dt).str)
+        key = (R, b, T, str(dt), repr(xp))  # a workspace belongs to one namespace and device
         ws = self._spaces.get(key)
         if ws is None:
             ws = _Workspace(self.cfg, R, b, T, dt)
@@ -398,7 +398,7 @@ class Model:
         dwte[...] = 0
         # Indexed by (replica, token) rather than through a reshape, so the scatter also lands
         # when dwte is a strided view (the trainer's flat all-reduce buffer).
-        np.add.at(dwte, (ws.rep_of_row, xp.reshape(idx, (R * N,))), xp.reshape(dx, (R * N, C)))
+        xp.add_at(dwte, (ws.rep_of_row, xp.reshape(idx, (R * N,))), xp.reshape(dx, (R * N, C)))
         return losses, grads
 
     def _ln_backward(

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import model as M
-from .backend import dtype_of, xp
+from .backend import dtype_of, to_numpy, xp
 from .cluster import Topology
 from .collectives import RingTrace, padded_width, ring_allreduce_
 from .gradsync import SyncRing, add_grad_sync
@@ -151,7 +151,7 @@ class ShardedModel:
         for s, names in enumerate(self.stage_names):
             for n in names:
                 dst = {"p": self.params[s], "m": self.opts[s].m, "v": self.opts[s].v}[into][n]
-                dst[...] = np.stack(stage_rows(n, full[n], self.plan))
+                dst[...] = xp.asarray(np.stack(stage_rows(n, to_numpy(full[n]), self.plan)))
 
     def full(self, which: str = "p") -> dict[str, np.ndarray]:
         """One full copy of the parameters ("p") or AdamW moments ("m", "v"), gathered from
@@ -186,7 +186,7 @@ class ShardedModel:
         """The whole model on one row (for the probe), with freshly gathered parameters."""
         if self._whole is None:
             self._whole = Stage(self.cfg, range(self.cfg.n_layer), first=True, last=True)
-        return self._whole, {n: v[None] for n, v in self.full("p").items()}
+        return self._whole, {n: xp.asarray(v[None]) for n, v in self.full("p").items()}
 
     # ---- the step -----------------------------------------------------------------------
     def run(self, idx: np.ndarray, targets: np.ndarray) -> StepRun:
@@ -222,9 +222,9 @@ class ShardedModel:
                 inp = rows(idx, m) if s == 0 else fwd_in.pop((s, m))
                 tgt = rows(targets, m) if s == last else None
                 out, ctx = stage.forward(P, inp, tgt, bT=(mb, T))
-                aux[m] += np.asarray(ctx["aux"][:dp])
+                aux[m] += to_numpy(ctx["aux"][:dp])
                 if s == last:
-                    ce[m] = np.asarray(out[0][:dp])
+                    ce[m] = to_numpy(out[0][:dp])
                 else:
                     # The send: a copy into the next stage's receive buffer. Row r of this
                     # stage sends to row r of the next (same replica, same tensor rank).
@@ -549,7 +549,7 @@ class ShardedModel:
                     for r in range(self.R):
                         t, d = divmod(r, plan.dp)
                         first = shard_row(n, plan, t, d)
-                        if r != first and not bool(np.all(a[r] == a[first])):
+                        if r != first and not bool((a[r] == a[first]).all()):
                             return False
         return True
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .backend import to_numpy
 from .plan import Plan
 
 Array = Any
@@ -87,7 +88,7 @@ def _join(pieces: list[Array], axis: int, fused: bool) -> Array:
 
 def shard(name: str, full: Array, plan: Plan, t: int, e: int) -> Array:
     """The piece of full parameter `name` held by tensor rank t, expert rank e."""
-    a = np.asarray(full)
+    a = to_numpy(full)
     if ep_split(name) and plan.ep > 1:
         a = _cut(a, 0, False, plan.ep, e)
     cut = tp_split(name)
@@ -110,7 +111,7 @@ def gather(name: str, rows: Array, plan: Plan) -> np.ndarray:
     dp = plan.dp
 
     def row(t: int, e: int) -> np.ndarray:
-        return np.asarray(rows[t * dp + e])
+        return to_numpy(rows[t * dp + e])
 
     cut = tp_split(name)
     by_t = []

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .backend import xp
+from .backend import to_numpy, xp
 from .collectives import ring_allreduce_groups_
 from .model import (
     LN_EPS,
@@ -284,20 +284,20 @@ class Stage:
         cnt = xp.bincount(inst, minlength=R * Xl)
         start = xp.cumsum(cnt) - cnt
         inst_s = inst[order]
-        pos = xp.arange(order.size) - start[inst_s]
+        pos = xp.arange(order.shape[0]) - start[inst_s]
         pairs = xp.bincount(src * R + dst, minlength=R * R).reshape(R, R)
         return {
             "order": order,
             "inst": inst_s,
             "pos": pos,
-            "cap": max(int(cnt.max()) if cnt.size else 0, 1),
+            "cap": max(int(cnt.max()) if cnt.shape[0] else 0, 1),
             "cnt": cnt,
             "pairs": pairs,
         }
 
     def _pair_bytes(self, route: dict[str, Any], itemsize: int) -> np.ndarray:
         """Bytes every row sends every other row in one all-to-all (a row's own tokens stay)."""
-        out = np.asarray(route["pairs"], dtype=np.int64) * self.cfg.n_embd * itemsize
+        out = to_numpy(route["pairs"]).astype(np.int64) * self.cfg.n_embd * itemsize
         np.fill_diagonal(out, 0)
         return out
 
@@ -317,7 +317,7 @@ class Stage:
         # Load balancing, per sequence: f_i (share of the choices) and P_i (mean probability).
         seq = xp.repeat(xp.arange(R * b), T * K)
         f = xp.bincount(seq * X + xp.reshape(sel, (-1,)), minlength=R * b * X)
-        f = xp.reshape(f, (R, b, X)).astype(h2.dtype) / (T * K)
+        f = xp.asarray(xp.reshape(f, (R, b, X)), dtype=h2.dtype) / (T * K)
         Pm = xp.mean(xp.reshape(probs, (R, b, T, X)), axis=2)  # (R, b, X)
         aux = AUX_COEF * X * xp.mean(xp.sum(f * Pm, axis=-1), axis=-1)  # (R,)
         comm.compute(2.0 * N * (2 * C + C * X))
@@ -393,7 +393,7 @@ class Stage:
         dwpe[:, :T, :] += xp.sum(xp.reshape(dx, (R, b, T, C)), axis=1)
         flat = xp.reshape(G["wte"], (R * V, C))
         rows = xp.reshape(idx, (R, N)) + (xp.arange(R) * V)[:, None]
-        np.add.at(flat, xp.reshape(rows, (-1,)), xp.reshape(dx, (R * N, C)))
+        xp.add_at(flat, (xp.reshape(rows, (-1,)),), xp.reshape(dx, (R * N, C)))
         comm.compute(4.0 * N * (V * C + cfg.block_size * C))
         return None
 
@@ -520,14 +520,14 @@ class Stage:
         out = np.zeros(R, dtype=np.int64)
 
         def add(v: Any) -> None:
-            if isinstance(v, np.ndarray) and v.ndim and v.shape[0] == R:
+            if hasattr(v, "nbytes") and v.ndim and v.shape[0] == R:
                 out[:] += v.nbytes // R
 
         for saved in ctx["layers"]:
             for k, v in saved.items():
                 if k in ("xin", "a", "sig", "g") and "route" in saved:
                     # Expert activations sit on the rows holding the experts: count tokens.
-                    cnt = np.reshape(saved["route"]["cnt"], (R, -1)).sum(axis=1)
+                    cnt = to_numpy(saved["route"]["cnt"]).reshape(R, -1).sum(axis=1)
                     out[:] += cnt * v.shape[-1] * v.itemsize
                 elif k != "route":
                     add(v)

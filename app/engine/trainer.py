@@ -85,7 +85,7 @@ from pathlib import Path
 import numpy as np
 
 from . import model as M
-from .backend import dtype_of, xp
+from .backend import dtype_of, to_numpy, xp
 from .checkpoint import CheckpointSaveError, CheckpointStore, Loaded
 from .cluster import build_topology
 from .collectives import RingTrace, padded_width, ring_allreduce_
@@ -363,9 +363,9 @@ class Trainer:
                 for kind in ("p", "m", "v")
                 for k, v in self.sharded.full(kind).items()
             }
-        arrays = {f"p.{k}": np.asarray(v[0]) for k, v in self.params.items()}
-        arrays.update({f"m.{k}": np.asarray(v[0]) for k, v in self.opt.m.items()})
-        arrays.update({f"v.{k}": np.asarray(v[0]) for k, v in self.opt.v.items()})
+        arrays = {f"p.{k}": to_numpy(v[0]) for k, v in self.params.items()}
+        arrays.update({f"m.{k}": to_numpy(v[0]) for k, v in self.opt.m.items()})
+        arrays.update({f"v.{k}": to_numpy(v[0]) for k, v in self.opt.v.items()})
         return arrays
 
     def _restore(self, loaded: Loaded) -> None:
@@ -378,7 +378,7 @@ class Trainer:
             self.tokens_total = int(meta["tokens_total"])
             return
         for k, v in self.params.items():
-            v[...] = a[f"p.{k}"]  # broadcast into every GPU's row
+            v[...] = xp.asarray(a[f"p.{k}"])  # broadcast into every GPU's row
         # The optimizer copies the saved replica into every GPU's row itself.
         opt_state: dict[str, np.ndarray | int] = {"t": int(meta["opt_t"])}
         opt_state.update({k: v for k, v in a.items() if k.startswith(("m.", "v."))})
@@ -427,7 +427,7 @@ class Trainer:
             t0 = time.perf_counter()
             ring = self._allreduce()
             ring_wall = time.perf_counter() - t0
-            loss_vals = [float(x) for x in np.asarray(losses)]
+            loss_vals = [float(x) for x in to_numpy(losses)]
         else:
             run = self.sharded.run(batch.idx, batch.targets)
             rings = self.sharded.allreduce(self.topology)
@@ -875,8 +875,8 @@ class Trainer:
             weights = np.asarray(full[self.probe_weights_name][0])
         else:
             logits = M.logits_last(self.params, self._prompt_ids, self.model_cfg)
-            logits = np.asarray(logits, float)
-            weights = np.asarray(self.params[self.probe_weights_name][0])
+            logits = to_numpy(logits).astype(float)
+            weights = to_numpy(self.params[self.probe_weights_name][0])
         p = np.exp(logits - logits.max())
         p /= p.sum()
         top = np.argsort(-p, kind="stable")[:5]
@@ -892,7 +892,7 @@ class Trainer:
         """One full copy of the parameters, in the fixed order (gathered under a plan)."""
         if self.sharded is not None:
             return self.sharded.full("p")
-        return {name: np.asarray(self.params[name][0]) for name in self._shapes}
+        return {name: to_numpy(self.params[name][0]) for name in self._shapes}
 
     def params_sha256(self) -> str:
         h = hashlib.sha256()
@@ -914,7 +914,7 @@ class Trainer:
             return self.sharded.copies_identical()
         arrays = [*self.params.values(), *self.opt.m.values(), *self.opt.v.values()]
         arrays += list(self.grads.values())
-        return all(bool(np.all(v == v[0])) for v in arrays)
+        return all(bool((v == v[0]).all()) for v in arrays)
 
     def close(self, final_checkpoint: bool = True) -> Event | None:
         ev = None

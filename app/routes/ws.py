@@ -20,7 +20,8 @@ from pydantic import ValidationError
 
 from app.controls import ControlError
 from app.hub import Frame, Hub, Viewer
-from app.protocol import ErrorMsg, control_adapter
+from app.presenter import Presenter, PresentError
+from app.protocol import ErrorMsg, control_adapter, following_adapter, present_adapter
 from app.runner import Runner
 from app.security import MAX_JSON_DEPTH, Guard, TokenBucket, json_depth, short_repr
 from app.settings import Settings
@@ -121,6 +122,24 @@ class Session:
     def reply_error(self, code: str, message: str) -> None:
         self.viewer.push(Frame(error_text(code, message)))
 
+    def present(self, kind: str, raw: dict[str, Any]) -> None:
+        """A presenter's start, move or stop, or a follower breaking away or rejoining."""
+        presenter: Presenter | None = getattr(self.ws.app.state, "presenter", None)
+        if presenter is None:
+            self.reply_error("unavailable", "presenting is not available on this server")
+            return
+        try:
+            if kind == "following":
+                presenter.following(self.viewer, following_adapter.validate_python(raw))
+                return
+            msg = present_adapter.validate_python(raw)
+            may = self.viewer.can_control or self.guard.may_control(msg.token)
+            presenter.handle(self.viewer, msg, may)
+        except ValidationError as exc:
+            self.reply_error(*describe_validation(exc))
+        except PresentError as exc:
+            self.reply_error(exc.code, exc.message)
+
     async def receive_loop(self) -> None:
         while True:
             msg = await self.ws.receive()
@@ -173,6 +192,9 @@ class Session:
         if kind is None:
             self.reply_error("missing_type", "a message needs a 'type' field (e.g. 'control')")
             return
+        if kind in ("present", "following"):
+            self.present(kind, raw)
+            return
         if kind != "control":
             shown = kind if isinstance(kind, str) else type(kind).__name__
             self.reply_error("unknown_type", f"unknown message type {str(shown)[:40]!r}")
@@ -215,6 +237,9 @@ async def websocket_endpoint(ws: WebSocket) -> None:
         return [runner.hello_text(can_control), runner.snapshot_text()]
 
     viewer = hub.add(ws.send_text, can_control=can_control, first=first)
+    presenter: Presenter | None = getattr(app.state, "presenter", None)
+    if presenter is not None:
+        presenter.joined(viewer)  # a page joining late lands on the presenter's view
     session = Session(ws, viewer, settings)
     receiving = asyncio.create_task(session.receive_loop())
     dropped = asyncio.create_task(viewer.closed.wait())
@@ -225,6 +250,8 @@ async def websocket_endpoint(ws: WebSocket) -> None:
             task.cancel()
         session.log_summary()
         await hub.remove(viewer)
+        if presenter is not None:
+            presenter.left(viewer)
         if dropped.done() and not dropped.cancelled() and not receiving.done():
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(

@@ -6,20 +6,27 @@
 import { store } from './store.js';
 import { connect } from './net/socket.js';
 import { createActions } from './ui/actions.js';
+import { mountAttach } from './ui/attach.js';
 import { mountCards } from './ui/cards.js';
 import { mountChart } from './ui/chart.js';
 import { mountHelp, mountHowBig } from './ui/help.js';
+import { mountFaults } from './ui/faults.js';
 import { mountHud } from './ui/hud.js';
 import { mountKeys } from './ui/keys.js';
 import { mountLabels } from './ui/labels.js';
 import { rememberProbe } from './ui/live.js';
 import { createOverlays } from './ui/overlays.js';
 import { mountProbe } from './ui/probe.js';
+import { mountRewind } from './ui/rewind.js';
 import { mountProjector } from './ui/projector.js';
 import { mountSettings } from './ui/settings.js';
 import { mountToolbar } from './ui/toolbar.js';
 import { mountTour } from './ui/tour.js';
 import { installTestHook } from './testhook.js';
+import { mountStory } from './story/player.js';
+import { mountPresenter } from './presenter/index.js';
+import { mountStepWords } from './ui/describe.js';
+import { mountScaleField } from './scene/field/panel.js';
 
 const SCENE_NAME = 'training-run';
 // A phone's width: the scene gets a band of its own and the controls go behind one menu
@@ -100,7 +107,9 @@ function main() {
   // Seven labels pile up on a phone's narrow scene: they start off there (L brings them back).
   if (window.matchMedia?.(PHONE).matches) store.set('labels', false);
   mountHud(store);
+  mountAttach(store); // an attached real job: waiting box, "measured on your cluster"
   mountProbe(store);
+  mountRewind(store); // drag back through the recorded run while the live one goes on
   mountChart(store, document.getElementById('loss-chart'));
   const cards = mountCards(store);
   const labels = mountLabels(store, {
@@ -129,8 +138,22 @@ function main() {
   const projector = mountProjector(store, getStage);
   const toolbar = mountToolbar(store, actions, document.getElementById('toolbar'));
   panels.menu = toolbar.menu;
+  panels.faults = mountFaults(store, { send, overlays });
+  // The scale field (G cycles the sizes, Z flies out and back; ?gpus=N opens it).
+  const scaleField = mountScaleField({ store, getStage });
+  Object.assign(actions, { fieldNext: scaleField.next, fieldPath: scaleField.fly, setField: scaleField.set });
   mountKeys(actions, () => labs?.keys);
-  const testHook = installTestHook({ store, getStage, actions, labels, tour });
+  // The guided stories (static/js/story/): the "One GPU" button, Shift+G, ?story=one-gpu.
+  const story = mountStory(store, { getStage, actions, labels });
+  const storyBtn = document.getElementById('story-open');
+  document.querySelector('#toolbar .group.tour')?.append(storyBtn); // beside the tour
+  storyBtn?.addEventListener('click', () => story.open('one-gpu', 1));
+  const testHook = installTestHook({ store, getStage, actions, labels, tour, story });
+  story.fromUrl();
+  // Presenting and following, and lesson links (?view=3&tour=4&lab=memory ...): after the
+  // keys, so a follower's own key press is seen (and breaks away) before it acts.
+  mountPresenter({ store, send, actions, overlays, getTour: () => tour, getLabs: () => labs });
+  mountStepWords(store); // each step in words, for screen readers
 
   // The labs load on their own: a broken lab must never take the live run down with it.
   import('./labs/index.js')
@@ -183,6 +206,7 @@ function main() {
     }
     stage = created;
     testHook.observeStage(stage);
+    scaleField.attach(stage);
     projector.attach();
     stage.setSignal(store.state.signal);
     stage.setSpin(store.state.spin);

@@ -28,8 +28,13 @@ function initialState() {
     rollbacks: 0, // rollbacks seen since the page opened
     failures: 0, // GPU failures seen since the page opened
     failedGpus: new Set(), // GPUs down right now (held a moment after their replacement)
+    faults: [], // faults at scale injected in this run: [{kind, target, start, steps, message, detail}]
+    faultsOpen: false, // the faults menu is open
+    lens: null, // the model lens: null (the live step) or {model, gpus} (what the step would cost)
     lastEvent: null, // the latest event, whatever its kind
     lastProbe: null, // the latest probe (next-word guesses); it rides on only some steps
+    rewind: null, // a recorded step on show instead of the live one (ui/rewind.js), or null
+    attach: null, // `trainingrun watch`: the latest attach_status (waiting, ranks, dropped)
     slowMotion: false, // a step plays block by block with captions (the stage turns it off when done)
     memoryCase: null, // the memory lab's chosen case, drawn on the GPUs' memory walls
     placement: 'data', // how "swap it" shares the model out: 'data', 'tensor_pipeline', ...
@@ -49,8 +54,24 @@ function initialState() {
     card: null, // id of the part whose card is open
     helpOpen: false, // the key help overlay is open
     projector: false, // projector theme
+    presenting: false, // this page leads a presentation (presenter/index.js)
+    following: false, // this page follows the presenter's page
+    followers: 0, // pages following this one while it presents
     reducedMotion: Boolean(reducedMotionQuery && reducedMotionQuery.matches), // the OS asks for less motion
   };
+}
+
+/** A `fault_injected` event as the page keeps it: it acts in steps [start, start + steps). */
+function faultOf(e) {
+  const d = e.detail ?? {};
+  return { kind: d.kind, target: d.target, start: d.start, steps: d.steps, message: e.message, detail: d };
+}
+
+/** The faults acting on step `step` (a rolled-back run meets them again when it gets there,
+ * as the engine does). */
+export function activeFaults(faults, step) {
+  if (step === null || step === undefined) return [];
+  return (faults ?? []).filter((f) => !f.done && f.start <= step && step < f.start + f.steps);
 }
 
 class Store {
@@ -113,6 +134,13 @@ class Store {
       case 'error':
         this.emit('error', msg);
         return;
+      case 'attach_status': // `trainingrun watch`: waiting for a job, or how its ranks report
+        this.state.attach = msg;
+        this.emit('attach_status', msg);
+        return;
+      case 'follow': // the presenter's view (presenter/index.js applies it)
+        this.emit('follow', msg);
+        return;
       default:
         return;
     }
@@ -133,6 +161,7 @@ class Store {
     s.step = null;
     s.lastRollback = null;
     s.failedGpus = new Set();
+    s.faults = [];
     this._arrivals = [];
   }
 
@@ -150,6 +179,7 @@ class Store {
       else if (e.kind === 'gpu_replaced') down.delete(e.detail?.gpu);
     }
     s.failedGpus = down;
+    s.faults = s.events.filter((e) => e.kind === 'fault_injected').map(faultOf);
     this._arrivals = [];
     this.emit('snapshot', msg);
     this.emit('change:failedGpus', s.failedGpus);
@@ -189,6 +219,11 @@ class Store {
     switch (e.kind) {
       case 'gpu_failed':
         s.failures += 1;
+        // A GPU dies once: its fault is spent, even when the rollback replays that step.
+        if (s.faults.some((f) => f.kind === 'dead' && !f.done && f.detail?.gpu === d.gpu)) {
+          s.faults = s.faults.map((f) => (f.kind === 'dead' && f.detail?.gpu === d.gpu ? { ...f, done: true } : f));
+          this.emit('change:faults', s.faults);
+        }
         s.failedGpus = new Set(s.failedGpus).add(d.gpu);
         this.emit('change:failedGpus', s.failedGpus);
         break;
@@ -236,6 +271,10 @@ class Store {
       case 'speed_changed':
         if (s.status && d.speed !== undefined) s.status.speed = d.speed;
         this.emit('change:status', s.status);
+        break;
+      case 'fault_injected':
+        s.faults = [...s.faults, faultOf(e)].slice(-EVENTS_CAP);
+        this.emit('change:faults', s.faults);
         break;
       case 'run_reset':
         this._forgetRun();

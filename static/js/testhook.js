@@ -5,6 +5,8 @@
 // and from then on the hook counts what the stage has shown (`stageDebug.seen`), from the
 // frames the stage reports, so a test can ask "did a glow and pulses happen during a step".
 
+import { activeFaults } from './store.js';
+
 function countShown(stage, store) {
   const seen = {
     forward: 0, backward: 0, allreduce: 0, data: 0, maxPulses: 0, steps: 0, maxDrawCalls: 0,
@@ -20,6 +22,10 @@ function countShown(stage, store) {
     // the most GPUs hatched waiting at once
     handoffs: 0, maxHandoffs: 0, maxHandoffsUp: 0, maxHandoffsDown: 0,
     tpJoins: 0, maxTpJoins: 0, tokens: 0, maxTokens: 0, maxWaiting: 0,
+    // + faults at scale: a cut hop drawn (and its detour), hidden all-reduce pulses beside the
+    // backward, frames of a straggler still computing while others wait, of a stalled loader
+    // with every GPU waiting
+    maxRingCut: 0, maxRingDetours: 0, maxRingHidden: 0, stragglerLate: 0, loaderStalled: 0,
   };
   let stallFrom = null;
   // The parts' counters from the last tick they updated (idle ticks skip them).
@@ -54,6 +60,16 @@ function countShown(stage, store) {
       seen.maxWaiting = Math.max(seen.maxWaiting, debug.waiting ?? 0);
     }
     seen.maxReloading = Math.max(seen.maxReloading, debug.reloading ?? 0);
+    seen.maxRingCut = Math.max(seen.maxRingCut, debug.ringCut ?? 0);
+    seen.maxRingDetours = Math.max(seen.maxRingDetours, debug.ringDetours ?? 0);
+    seen.maxRingHidden = Math.max(seen.maxRingHidden, debug.ringHidden ?? 0);
+    if (frame.active && debug.loaderStalled && debug.waiting > 0) seen.loaderStalled += 1;
+    if (frame.active && debug.waiting > 0) {
+      for (const f of activeFaults(frame.run?.faults, frame.step?.step)) {
+        const e = f.kind === 'straggler' ? frame.lane(f.target) : null;
+        if (e && (e.kind === 'forward' || e.kind === 'backward')) seen.stragglerLate += 1;
+      }
+    }
     seen.maxFailed = Math.max(seen.maxFailed, debug.failed ?? 0);
     // A block lasts from its first frame to the first frame that no longer shows it.
     const slowNow = Boolean(frame.slow && phase);
@@ -69,7 +85,7 @@ function countShown(stage, store) {
       seen.slowBlocks.push({ kind: phase, index: frame.blockIndex, seq: frame.step?.seq, step: frame.step?.step, caption: cap?.caption ?? '', also: cap?.also ?? '', t0: t, ms: 0, open: true });
       if (seen.slowBlocks.length > 60) seen.slowBlocks.shift();
     } else if (same) prev.ms = t - prev.t0;
-    last = { phase, phaseT: frame.phaseT, ...debug };
+    last = { phase, phaseT: frame.phaseT, ...debug, sceneStep: frame.step?.step ?? null };
   });
   stage.onFrame(({ drawCalls }) => {
     seen.maxDrawCalls = Math.max(seen.maxDrawCalls, drawCalls);
@@ -87,7 +103,7 @@ function countShown(stage, store) {
   };
 }
 
-export function installTestHook({ store, getStage, actions, labels, tour }) {
+export function installTestHook({ store, getStage, actions, labels, tour, story = null }) {
   const s = () => store.state;
   let stageDebug = () => null;
   const info = () => {
@@ -102,6 +118,12 @@ export function installTestHook({ store, getStage, actions, labels, tour }) {
     loss: () => s().step?.loss ?? s().status?.loss ?? null,
     // The step on screen: its number and simulated seconds, as the HUD's time bar shows it.
     stepShown: () => (s().step ? { step: s().step.step, seq: s().step.seq, simStepS: s().step.sim_step_s } : null),
+    // The recorded step the rewind shows ({step, seq, loss, probeStep, probeTop, traced}), or null (live).
+    rewind: () => {
+      const r = s().rewind;
+      if (!r) return null;
+      return { step: r.step, seq: r.seq, loss: r.loss, probeStep: r.probe_step, probeTop: r.probe?.top?.map((t) => t.token) ?? [], traced: Boolean(r.trace) };
+    },
     runState: () => s().status?.state ?? null,
     speed: () => s().status?.speed ?? null,
     view: () => s().view,
@@ -126,9 +148,16 @@ export function installTestHook({ store, getStage, actions, labels, tour }) {
     triangles: () => info()?.triangles ?? null,
     stageReady: () => Boolean(getStage()),
     projector: () => s().projector,
+    // Presenting: this page leads, this page follows the presenter, pages following this one.
+    presenting: () => Boolean(s().presenting),
+    following: () => Boolean(s().following),
+    followers: () => s().followers ?? 0,
     reducedMotion: () => s().reducedMotion,
     failedGpus: () => [...s().failedGpus],
     failures: () => s().failures,
+    // Faults at scale injected in this run ({kind, target, start, steps, ...}), and the lens.
+    faults: () => JSON.parse(JSON.stringify(s().faults ?? [])),
+    lens: () => (s().lens ? { ...s().lens } : null),
     rollbacks: () => s().rollbacks,
     lastRollback: () => (s().lastRollback ? { ...s().lastRollback } : null),
     historyLength: () => s().history.length,
@@ -152,6 +181,16 @@ export function installTestHook({ store, getStage, actions, labels, tour }) {
       return [...new Set(all)].sort();
     },
     stageDebug: () => stageDebug(),
+    // The guided story: {id, chapter (1-based, null when closed), chapters, run, liveRun,
+    // ready, caption, note, figure, ...} (static/js/story/player.js).
+    story: () => (story ? story.info() : null),
+    // The scale field: {on, plan: {gpus, servers, racks, pods, tiers, leaves, spines, cores,
+    // radix, live, mirrored, ...}, lod, mirror, stops, path: {playing, t, stop, leg},
+    // live: [{gpu, x, y, visible}] (each live GPU's cell on screen), beacon}.
+    field: () => getStage()?.fieldInfo?.() ?? { on: false },
+    // pickField(x, y) -> what the field shows at a CSS px point: {kind: 'live', gpu},
+    // {kind: 'mirror', rack, gpus: [first, last]}, ... or null.
+    pickField: () => (x, y) => getStage()?.pickField?.(x, y) ?? null,
     slowMotion: () => Boolean(s().slowMotion),
     // What the slow-motion caption says now (and whether it is on screen).
     slowCaption: () => getStage()?.slowCaption?.() ?? null,

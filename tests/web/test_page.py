@@ -45,8 +45,8 @@ def test_page_opens_clean_and_runs_live(page_at, web) -> None:
     web.screenshot(page, "overview")
     assert w.errors == []
     assert w.foreign_requests() == []
-    # The import map resolved three.js from the app's own vendored copy.
-    assert any("/static/vendor/three/build/three.module.js" in u for u in w.requests)
+    # The import map resolved three.js from the app's own vendored (minified) copy.
+    assert any("/static/vendor/three/build/three.module.min.js" in u for u in w.requests)
 
 
 def test_no_webgl_shows_a_message_not_a_blank_page(browser, server, web) -> None:

@@ -24,6 +24,7 @@ export function create({ store }) {
       els.error.textContent = '';
       els.custom.removeAttribute('aria-invalid');
       render();
+      applySpread();
       showCase();
     } catch (err) {
       if (mine !== seq) return;
@@ -39,6 +40,14 @@ export function create({ store }) {
   function showCase() {
     if (!open || !result) return;
     store?.set('memoryCase', spread && canSpread() ? result.spread_case : result.memory_case);
+  }
+
+  let wantSpread = null; // a spread asked for from outside, applied once the answer is in
+  function applySpread() {
+    if (wantSpread === null || !result) return;
+    const want = wantSpread && canSpread();
+    wantSpread = null;
+    if (want !== (spread && canSpread())) toggleSpread();
   }
 
   function toggleSpread() {
@@ -205,6 +214,26 @@ export function create({ store }) {
     },
     info() {
       return { ...state, spread: spread && canSpread(), result: result ? JSON.parse(JSON.stringify(result)) : null };
+    },
+    // The inputs as a presenter's page or a lesson link carries them, and applying them.
+    inputs() {
+      return { ...state, spread: spread && canSpread() };
+    },
+    setInputs(next = {}) {
+      let changed = false;
+      for (const key of ['params', 'precision', 'gpu']) {
+        const v = next[key];
+        if (typeof v === 'string' && v && v !== state[key]) {
+          state[key] = v;
+          changed = true;
+        }
+      }
+      if (typeof next.spread === 'boolean') wantSpread = next.spread;
+      if (!els) return;
+      els.custom.value = state.params;
+      syncChips();
+      if (changed) compute();
+      else applySpread();
     },
   };
 }

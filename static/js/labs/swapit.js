@@ -227,6 +227,14 @@ export function create({ store, ui } = {}) {
     // The model slabs sit on the GPU servers: frame them clear of the panel.
     scene: { part: 'gpus', view: 2, aspect: 1.8 },
     mount,
+    // Show a card, as a follower of the presenter does: the scene and the panel change, the
+    // run does not (the presenter's own choice already re-planned it).
+    select(placement) {
+      if (!cardOf(placement) || selected === placement) return;
+      selected = placement;
+      store?.set('placement', placement);
+      sync();
+    },
     onOpen() {
       open = true;
       selected = pending?.placement ?? placementOf(live());

@@ -73,7 +73,8 @@ export function connect(store, { token = null, url = wsUrl(window.location, toke
   /** Send a control message; returns false when there is no open connection to send it on. */
   function send(msg) {
     if (!ws || ws.readyState !== WebSocket.OPEN) return false;
-    const body = token && msg.type === 'control' && !msg.token ? { ...msg, token } : msg;
+    const carries = msg.type === 'control' || msg.type === 'present';
+    const body = token && carries && !msg.token ? { ...msg, token } : msg;
     ws.send(JSON.stringify(body));
     return true;
   }

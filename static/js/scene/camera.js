@@ -89,7 +89,7 @@ export function createCameraRig({ canvas, spec, look, requestRender }) {
       return worst;
     };
     let lo = 1;
-    let hi = 600;
+    let hi = Math.max(600, camera.far * 0.9);
     for (let i = 0; i < 32; i++) {
       const mid = (lo + hi) / 2;
       if (overflow(mid) > 1) lo = mid;
@@ -117,7 +117,16 @@ export function createCameraRig({ canvas, spec, look, requestRender }) {
     requestRender();
   }
 
+  // While the scale field shows (field/scale.js), every view, reset and re-framing frames the
+  // field instead of the live scene's parts.
+  let viewOverride = null;
+
   function setView(n, { instant = false } = {}) {
+    if (viewOverride) {
+      manual = false;
+      viewOverride({ instant });
+      return;
+    }
     view = Math.max(0, Math.min(4, n | 0));
     manual = false;
     const v = spec.views.find((x) => x.key === view) || spec.views[0];
@@ -152,6 +161,18 @@ export function createCameraRig({ canvas, spec, look, requestRender }) {
     flight = null;
     camera.position.copy(controls.target).add(off);
     requestRender();
+  }
+
+  const baseRange = { min: controls.minDistance, max: controls.maxDistance, near: camera.near, far: camera.far };
+  /** The distances the camera may take and see: the scale field (field/scale.js) is far
+   * bigger than the live scene. null puts back the scene's own. */
+  function setRange(range) {
+    const r = range ? { ...baseRange, ...range } : baseRange;
+    controls.minDistance = r.min;
+    controls.maxDistance = r.max;
+    camera.near = r.near;
+    camera.far = r.far;
+    camera.updateProjectionMatrix();
   }
 
   function applyViewOffset() {
@@ -226,6 +247,13 @@ export function createCameraRig({ canvas, spec, look, requestRender }) {
     flyTo,
     rotate,
     zoom,
+    setRange,
+    /** fit(box, direction, fill) -> {position, target}: where the camera stands, looking
+     * back along `direction`, so `box` ({min, max}) just fits the safe area. */
+    fit,
+    setViewOverride: (fn) => {
+      viewOverride = fn || null;
+    },
     resized,
     setSafeArea,
     advance,

@@ -23,6 +23,26 @@ const MEANING_FALLBACK = {
   tensor: { default: '#0072B2', projector: '#3A8DFF' },
   experts: { default: '#F0E442', projector: '#FFF35C' },
   pipeline: { default: '#A78BFA', projector: '#C4B5FD' },
+  // The optimizer update, apart from compute (the HUD's --update): sand, not a glow colour.
+  update: { default: '#D8C38F', projector: '#F0D890' },
+};
+
+// Which meaning colour each trace kind is drawn in. The all-reduce's buckets hidden under the
+// backward pass are the all-reduce's blue (drawn as pulses beside the pink backward); what a
+// GPU still waits for after its backward is waiting (grey, hatched), not a transfer.
+export const KIND_MEANING = {
+  data: 'data',
+  forward: 'forward',
+  backward: 'backward',
+  optimizer: 'update',
+  allreduce: 'allreduce',
+  allreduce_hidden: 'allreduce',
+  allreduce_wait: 'waiting',
+  checkpoint: 'saved',
+  wait: 'waiting',
+  tp_allreduce: 'tensor',
+  all_to_all: 'experts',
+  p2p: 'pipeline',
 };
 
 const STRUCTURE = {

@@ -40,7 +40,15 @@ export function createPlayback(store, requestRender) {
   const unsub = [
     store.on('hello', setKinds),
     store.on('step', (msg) => {
+      if (store.state.rewind) return; // a recorded step is on show (ui/rewind.js)
       timeline.onStep(msg, performance.now(), store.state.status?.speed ?? 'lesson');
+      requestRender();
+    }),
+    // Rewound: play the recorded step's trace; back to live: the latest live step again.
+    store.on('change:rewind', (r) => {
+      timeline.clear();
+      const msg = r?.trace ? r : store.state.step;
+      if (msg?.trace) timeline.onStep(msg, performance.now(), 'lesson');
       requestRender();
     }),
     store.on('snapshot', () => {

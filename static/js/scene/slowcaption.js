@@ -4,21 +4,12 @@
 // hand-off · Waiting for a turn"). It is the scene's own element (the page shell only hosts
 // it) and is styled by static/css/scene.css, linked from here.
 
+import { KIND_MEANING } from './palette.js';
 import { alsoText, stepText } from './steptext.js';
 
 const CSS_HREF = '/static/css/scene.css';
-// The meaning colour each kind is drawn in (the update has none of its own).
-const KIND_COLOUR = {
-  data: 'data',
-  forward: 'forward',
-  backward: 'backward',
-  allreduce: 'allreduce',
-  checkpoint: 'saved',
-  wait: 'waiting',
-  tp_allreduce: 'tensor',
-  all_to_all: 'experts',
-  p2p: 'pipeline',
-};
+// The meaning colour each kind is drawn in: the palette's one table.
+const KIND_COLOUR = KIND_MEANING;
 
 function linkStyles() {
   if (document.querySelector(`link[href="${CSS_HREF}"]`)) return;
@@ -93,7 +84,9 @@ export function mountSlowCaption(store) {
     name.textContent = `${t.name}: `;
     text.textContent = t.caption;
     // A planned step's block: what else goes on at the same time.
-    const others = frame.planned ? alsoText(frame.block?.kinds, kind) : '';
+    // So does a data-parallel backward with gradient buckets all-reduced beside it.
+    const beside = frame.block?.kinds?.has('allreduce_hidden');
+    const others = frame.planned || beside ? alsoText(frame.block?.kinds, kind) : '';
     also.hidden = !others;
     also.textContent = others ? `also: ${others}` : '';
     Object.assign(state, {

@@ -33,6 +33,10 @@
 //       to true to play a step block by block; the stage sets it back to false when done).
 //   + A GPU failure (store events gpu_failed, restored, gpu_replaced) is staged over a few
 //       seconds (failure.js); meanwhile the step animation stands still.
+//   + stage.setField(n | null) shows the scale field of n GPUs (8 ... 131,072) in place of the
+//       live scene, or the live scene again; stage.fieldPath() plays (or stops) the camera
+//       path from one live GPU out to the whole field and back; stage.fieldInfo() says what
+//       the field shows; stage.pickField(x, y) what is under a point (field/scale.js).
 //
 // It renders only when something changed or is animating, so an idle projector laptop stays
 // cool: `info().frames` stops increasing when nothing moves.
@@ -52,7 +56,7 @@ import { planKey } from './plan.js';
 import { mountSlowCaption } from './slowcaption.js';
 
 const STAGE_METHODS = [
-  'setView', 'rotate', 'zoom', 'reset', 'flyTo', 'framePart', 'setExploded', 'setSignal', 'setSpin',
+  'setField', 'fieldPath', 'setView', 'rotate', 'zoom', 'reset', 'flyTo', 'framePart', 'setExploded', 'setSignal', 'setSpin',
   'setReducedMotion', 'setTheme', 'highlight', 'setSafeArea', 'rebuild', 'requestRender', 'dispose',
 ];
 
@@ -67,6 +71,8 @@ function noopStage(error) {
     partRect: () => null,
     slowCaption: () => null,
     pickPart: () => null,
+    pickField: () => null,
+    fieldInfo: () => ({ on: false }),
     info: () => ({ drawCalls: 0, frames: 0, triangles: 0, view: 0, drawables: 0, programs: 0, playing: false }),
     views: () => [],
     onFrame: () => nothing,
@@ -100,6 +106,38 @@ export function createStage(canvas, { spec, topology, store }) {
   const requestRender = () => loop.requestRender();
   const scenery = createScenery(scene, { spec, store, requestRender });
   const rig = createCameraRig({ canvas, spec, look, requestRender });
+  // The scale field replaces the live scene while it shows: everything but the lights and
+  // the field is hidden, and the parts' labels step aside.
+  let sceneryShown = true;
+  let sceneFog = null;
+  function showScenery(on) {
+    sceneryShown = on;
+    for (const o of scene.children) if (!o.isLight && o.name !== 'field') o.visible = on;
+    // The floor's fog is sized for the live scene; the field is many times larger.
+    if (!on && scene.fog) [sceneFog, scene.fog] = [scene.fog, null];
+    if (on && sceneFog) [scene.fog, sceneFog] = [sceneFog, null];
+  }
+  // The scale field (field/scale.js) loads the first time it is asked for: it is not part
+  // of the page's first load.
+  const noField = { on: false, part: null, set() {}, fly: () => false, info: () => ({ on: false }), pick: () => null };
+  let scale = noField;
+  let fieldLoading = null;
+  const wanted = { gpus: null, path: false };
+  function setField(n) {
+    if (scale !== noField) {
+      scale.set(n);
+      return;
+    }
+    wanted.gpus = n ?? null;
+    if (wanted.gpus === null) return;
+    fieldLoading ??= import('./field/scale.js')
+      .then(({ createScaleField }) => {
+        scale = createScaleField({ scene, rig, canvas, store, look, requestRender, showScenery });
+        if (wanted.gpus !== null) scale.set(wanted.gpus);
+        if (wanted.path) scale.fly();
+      })
+      .catch((err) => console.warn('the scale field could not be loaded', err));
+  }
   const playback = createPlayback(store, requestRender);
   const staging = createFailureStaging(store, { onStart: (ms) => playback.hold(ms), requestRender });
   const loop = createLoop({
@@ -111,7 +149,7 @@ export function createStage(canvas, { spec, topology, store }) {
     playback,
     staging,
     animateCamera: rig.advance,
-    parts: scenery.parts,
+    parts: () => (scale.part ? [...scenery.parts(), scale.part] : scenery.parts()),
   });
   const caption = mountSlowCaption(store);
   const offCaption = loop.onUpdate((frame) => caption.update(frame));
@@ -125,6 +163,7 @@ export function createStage(canvas, { spec, topology, store }) {
       exploded: look.exploded,
     });
     scenery.build({ layout: look.layout, palette: look.palette, topology: topo });
+    if (!sceneryShown) showScenery(false);
     if (highlighted) highlight(highlighted);
     requestRender();
   }
@@ -165,10 +204,11 @@ export function createStage(canvas, { spec, topology, store }) {
 
   return {
     ok: true,
-    setView: rig.setView,
+    // While the scale field shows, a view (or 0, reset) frames the whole field again.
+    setView: (n, opts) => (scale.on ? scale.home(opts?.instant) : rig.setView(n, opts)),
     rotate: rig.rotate,
     zoom: rig.zoom,
-    reset: () => rig.setView(0),
+    reset: () => (scale.on ? scale.home() : rig.setView(0)),
     flyTo: rig.flyTo,
     framePart: rig.framePart,
     setExploded(on) {
@@ -195,17 +235,29 @@ export function createStage(canvas, { spec, topology, store }) {
       if (next === look.palette.theme) return;
       look.palette = makePalette(spec, next);
       build();
+      if (scale.on) scale.set(scale.info().plan.gpus);
     },
     highlight,
     setSafeArea: rig.setSafeArea,
-    anchors: () => picker.anchors(spec, look.layout),
-    partRect: (id) => (look.layout?.parts?.[id] ? picker.rect(look.layout.parts[id]) : null),
+    anchors: () => picker.anchors(spec, look.layout).map((a) => (scale.on ? { ...a, visible: false } : a)),
+    partRect: (id) => (!scale.on && look.layout?.parts?.[id] ? picker.rect(look.layout.parts[id]) : null),
     slowCaption: () => caption.state(),
-    pickPart: (x, y) => picker.pick(x, y, scenery.objects()),
+    pickPart: (x, y) => (scale.on ? null : picker.pick(x, y, scenery.objects())),
+    setField,
+    fieldPath() {
+      if (scale === noField) {
+        wanted.path = wanted.gpus !== null;
+        return wanted.path;
+      }
+      return scale.fly();
+    },
+    fieldInfo: () => scale.info(),
+    pickField: (x, y) => scale.pick(x, y),
     rebuild(newTopology) {
       if (newTopology) topo = newTopology;
       build();
-      rig.setView(rig.view, { instant: true });
+      if (scale.on) scale.set(scale.info().plan.gpus);
+      else rig.setView(rig.view, { instant: true });
     },
     requestRender,
     views: () => spec.views.map((v) => ({ key: v.key, name: v.name })),
@@ -218,6 +270,7 @@ export function createStage(canvas, { spec, topology, store }) {
       drawables: scenery.drawables(),
       programs: renderer.info.programs?.length ?? null,
       playing: playback.playing(look.signal),
+      field: scale.on,
     }),
     onFrame: loop.onFrame,
     onUpdate: loop.onUpdate,
@@ -227,6 +280,7 @@ export function createStage(canvas, { spec, topology, store }) {
       offCaption();
       caption.dispose();
       staging.dispose();
+      scale.part?.dispose();
       playback.dispose();
       scenery.dispose();
       ro.disconnect();

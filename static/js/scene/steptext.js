@@ -27,6 +27,16 @@ export const STEP_TEXT = {
     caption: 'the GPUs pass their nudges round the ring until every GPU holds the average',
     slowS: 5.0,
   },
+  allreduce_hidden: {
+    name: 'All-reduce, hidden under backward',
+    caption: 'the nudges already worked out start round the ring in buckets while the backward pass goes on: this time costs nothing extra',
+    slowS: 4.0,
+  },
+  allreduce_wait: {
+    name: 'Waiting for the all-reduce',
+    caption: 'the backward pass is done, but the last buckets are still on their way round the ring: the GPUs wait for them',
+    slowS: 3.5,
+  },
   optimizer: {
     name: 'Update',
     caption: 'every GPU applies the same averaged nudge, so all copies stay identical',
@@ -65,7 +75,7 @@ export function stepText(kind) {
 }
 
 // The kinds worth naming beside a block's main one, in the order they are listed.
-const ALSO = ['p2p', 'tp_allreduce', 'all_to_all', 'wait', 'forward', 'backward', 'allreduce'];
+const ALSO = ['p2p', 'tp_allreduce', 'all_to_all', 'allreduce_hidden', 'allreduce_wait', 'wait', 'forward', 'backward', 'allreduce'];
 
 /** The names of what else goes on in a block ("Pipeline hand-off · Waiting for a turn"), or
  * '' when nothing else does. */

@@ -222,7 +222,8 @@ export class TraceView {
   }
 
   /** Stretches of the step in which the same kinds of work are going on, in time order:
-   * [{t0, t1, kinds, primary}], `primary` being the kind with the most GPU-seconds. A ring's
+   * [{t0, t1, kinds, primary}], `primary` being the kind with the most GPU-seconds among
+   * those that are neither waiting nor beside the lanes' work (see below). A ring's
    * many passes make one block, as do the data-parallel spans each. */
   _blocks() {
     const edges = [...new Set(this.records.flatMap((r) => (r.t1 > r.t0 ? [r.t0, r.t1] : [])))].sort(
@@ -248,9 +249,16 @@ export class TraceView {
         blocks.push({ t0: a, t1: b, sig, kinds: new Set(kinds), weight });
       }
     }
+    // The main kind is the work most GPUs do, not the waiting beside it (in a checkpoint
+    // step most GPUs wait while a few write), nor a transfer running beside the lanes' work
+    // (the hidden all-reduce beside the backward): waiting names a block only when nothing
+    // else goes on in it.
+    const rank = (k) => (k === 'wait' ? 0 : this.overlapping.has(k) ? 1 : 2);
     for (const blk of blocks) {
       let best = null;
-      for (const [k, w] of blk.weight) if (best === null || w > blk.weight.get(best)) best = k;
+      for (const [k, w] of blk.weight) {
+        if (best === null || rank(k) > rank(best) || (rank(k) === rank(best) && w > blk.weight.get(best))) best = k;
+      }
       blk.primary = best;
       delete blk.weight;
       delete blk.sig;

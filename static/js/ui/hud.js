@@ -6,12 +6,82 @@
 // receives on the copy engines) take no time of the lane's own, so they are drawn as a thin
 // stripe under the bar and never added into its sum.
 //
+// The gradient all-reduce runs in buckets (hello.trace_kinds): what runs while the backward
+// pass is still going ("allreduce_hidden", on the communication stream) is such a beside kind,
+// drawn under the end of the compute segment and labelled "hidden under backward"; only the
+// exposed part adds to the bar. The optimizer update is a group of its own, apart from compute.
+//
+// The model lens: a switch above the bar shows the same step for a real model size (1B ...
+// 671B, the server's /api/labs/lens, priced by the same timing rules) on the live cluster or a
+// bigger one, labelled "what this step would cost for a ... model", with the sentence the
+// engine gives for what bounds it. Without it the bar is the live step, and a sentence made
+// from the bar's own shares says why the tiny model's step looks the way it does.
+//
 // The plan card says the plan in words a class follows ("2 copies × 2-way tensor split ×
 // 2 pipeline stages, 4 microbatches, 1F1B"), the bubble the step measured, and the bytes
 // each kind of traffic moved in the step (`step.plan_stats`).
 
 import { TraceView } from '../scene/trace.js';
+import { activeFaults } from '../store.js';
 import { el, fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds, fmtSpeed } from './format.js';
+
+// The groups that move data between GPUs and add to the step (app/engine/lens.py COMMUNICATION).
+const COMMUNICATION = ['tensor', 'experts', 'allreduce'];
+// Cluster sizes the lens offers beside the live one (the scale field's sizes that every
+// preset model's default plan divides).
+const LENS_GPUS = [1024, 16384];
+const pct = (x) => `${Math.round(100 * x)}%`;
+
+/** What bounds a step, from its shares of the bar: the lens's own rule (lens.py `explain`),
+ * so the live step and a lens step are judged alike. */
+export function boundOf(shares) {
+  const comm = COMMUNICATION.reduce((a, k) => a + (shares[k] ?? 0), 0);
+  const candidates = {
+    compute: shares.compute ?? 0,
+    communication: comm,
+    'pipeline bubble': shares.wait ?? 0,
+    data: shares.data ?? 0,
+    update: shares.update ?? 0,
+    checkpoint: shares.checkpoint ?? 0,
+  };
+  let bound = 'compute';
+  for (const [k, v] of Object.entries(candidates)) if (v > candidates[bound]) bound = k;
+  return { bound, comm };
+}
+
+/** Why the live step looks as it does, in one or two sentences, from its own shares. */
+export function liveWhy(shares, nParams, faulted = false) {
+  const { bound, comm } = boundOf(shares);
+  const weights = `${fmtInt(nParams)} weights`;
+  if (bound === 'communication') {
+    return (
+      `Communication-bound: ${pct(comm)} of the step moves data, compute is ${pct(shares.compute ?? 0)}. ` +
+      `This model has only ${weights}, so each GPU's maths is over in microseconds, while every ` +
+      'message round the ring still pays the network’s fixed delay per hop. Pick a real model size above to see the opposite.'
+    );
+  }
+  if (bound === 'compute') {
+    return (
+      `Compute-bound: forward and backward take ${pct(shares.compute ?? 0)} of the step; communication adds ${pct(comm)}. ` +
+      `Even ${weights} pay a fixed launch cost for every kernel, and few GPUs make the ring short.`
+    );
+  }
+  if (bound === 'pipeline bubble') {
+    return (
+      `Waiting-bound: the GPUs sit idle for ${pct(shares.wait ?? 0)} of the step, ` +
+      (faulted ? 'held up by the fault above.' : 'waiting for their data or for one another.')
+    );
+  }
+  return `${bound[0].toUpperCase()}${bound.slice(1)} takes the largest share of this step (${pct(shares[bound] ?? 0)}).`;
+}
+
+/** "7.1 × 10^18 operations (6 × 70.6 B weights × 16.8 M tokens)" for a lens result: the
+ * weights each token uses (a mixture of experts uses only some). */
+function flopsWords(r) {
+  const flops = 6 * r.active_params * r.tokens_per_step;
+  const exp = Math.floor(Math.log10(flops));
+  return `${(flops / 10 ** exp).toFixed(1)} × 10^${exp} operations (6 × ${fmtRate(r.active_params)} weights × ${fmtRate(r.tokens_per_step)} tokens)`;
+}
 
 // Tiny groups still get a sliver so the bar never hides that they happen.
 const MIN_SHARE = 0.015;
@@ -73,10 +143,23 @@ export function mountHud(store) {
     total: $('time-total'),
     assumption: $('time-assumption'),
     plan: $('plan-card'),
+    panel: document.querySelector('.time-panel'),
   };
+  const title = nodes.panel?.querySelector('.panel-head h2');
+  const liveTitle = title?.textContent ?? 'One step, simulated';
+  // The lens: which model, on which cluster; the step shown and why it looks as it does.
+  const lensModel = el('select', { id: 'lens-model', 'aria-label': 'Model size the step is shown for' }, el('option', { value: '', text: 'the live tiny model' }));
+  const lensGpus = el('select', { id: 'lens-gpus', 'aria-label': 'Cluster the step is priced on' });
+  const lensRow = el('div', { class: 'lens-row', role: 'group', 'aria-label': 'Model lens' }, el('span', { text: 'Show the step for' }), lensModel, el('span', { text: 'on' }), lensGpus);
+  const which = el('p', { class: 'time-which', id: 'time-which' });
+  const why = el('p', { class: 'time-why', id: 'time-why' });
+  const hiddenNote = el('p', { class: 'time-hidden', id: 'time-hidden', hidden: true });
+  nodes.panel?.querySelector('.panel-head')?.after(lensRow, which);
+  nodes.bar.before(why);
   // The stripe of work done beside the lanes' own (see the top), under the bar.
   const beside = el('div', { class: 'timebar-beside', 'aria-hidden': 'true' });
   nodes.bar.after(beside);
+  beside.after(hiddenNote);
   const plan = buildPlanCard(nodes.plan);
 
   let groups = []; // [{id, label}] from hello, in the order they are drawn
@@ -172,10 +255,55 @@ export function mountHud(store) {
     nodes.tps.textContent = fmtRate(store.tokensPerSecond());
   }
 
+  let lensModels = null; // /api/labs/lens/models
+  let lensResult = null; // the latest lens answer, or {error}
+  let lensKey = '';
+
   function renderTime() {
+    const lens = store.state.lens;
+    if (lens) return renderLens();
     const step = store.state.step;
+    if (title) title.textContent = liveTitle;
+    nodes.panel?.classList.remove('lensing');
     if (!step?.trace || !groups.length) return;
     const seconds = groupSeconds(step.trace);
+    const total = drawBar(seconds, 'live');
+    const sent = {};
+    for (const t of planTraffic(store.state.hello, step.plan_stats)) sent[t.group] = (sent[t.group] ?? 0) + t.bytes;
+    for (const g of groups) legendBytes[g.id].textContent = sent[g.id] ? fmtBytes(sent[g.id]) : '';
+    segs.data?.classList.toggle('waited', Boolean(step.loader?.waited));
+    nodes.total.textContent = `${fmtSeconds(step.sim_step_s ?? total)} simulated · ${fmtSeconds(step.wall_step_s)} here`;
+    const h = store.state.hello;
+    which.textContent = `Live step ${fmtInt(step.step)} of the tiny model (${fmtInt(h?.n_params)} weights) on this ${fmtInt(h?.config?.gpus)}-GPU cluster`;
+    const faulted = activeFaults(store.state.faults, step.step).length > 0;
+    why.textContent = liveWhy(shareOf(seconds, total), h?.n_params, faulted);
+    if (h?.measured) {
+      // An attached real job (ui/attach.js): every figure was measured there, none simulated.
+      if (title) title.textContent = 'One step, measured';
+      nodes.total.textContent = `${fmtSeconds(step.wall_step_s)} measured on your cluster`;
+      which.textContent = `Step ${fmtInt(step.step)} of your job: ${fmtInt(h.attached?.world_size)} ranks, ${fmtInt(h.n_params)} weights`;
+      why.textContent = '';
+    }
+  }
+
+  function shareOf(seconds, total) {
+    return Object.fromEntries(barGroups.map((g) => [g.id, total > 0 ? (seconds[g.id] ?? 0) / total : 0]));
+  }
+
+  /** Draw the bar and its legend from seconds by group; returns the bar's sum. */
+  let lastSource = '';
+  let lastShares = {};
+  function drawBar(seconds, source) {
+    // A different step (live or a lens model) has groups of its own: the rows start afresh.
+    // It flips at once to the other step's shares (a slide from the old ones would blur it).
+    // So does a step whose shares jumped (a fault starting or ending): only small changes slide.
+    const next = shareOf(seconds, barGroups.reduce((a, g) => a + (seconds[g.id] ?? 0), 0));
+    const jump = barGroups.some((g) => Math.abs((next[g.id] ?? 0) - (lastShares[g.id] ?? 0)) > 0.1);
+    const flipped = source !== lastSource;
+    if (flipped) seen.clear();
+    lastSource = source;
+    lastShares = next;
+    for (const g of barGroups) segs[g.id].style.transition = flipped || jump ? 'none' : '';
     const total = barGroups.reduce((a, g) => a + (seconds[g.id] ?? 0), 0);
     let shares = barGroups.map((g) => (total > 0 ? (seconds[g.id] ?? 0) / total : 0));
     shares = shares.map((x, i) => (seconds[barGroups[i].id] > 0 ? Math.max(x, MIN_SHARE) : 0));
@@ -183,35 +311,162 @@ export function mountHud(store) {
     barGroups.forEach((g, i) => {
       segs[g.id].style.flexBasis = `${(100 * shares[i]) / norm}%`;
     });
-    // The beside-stripe starts where compute does: that is the work it runs alongside.
+    // The beside-stripe starts where compute does: that is the work it runs alongside. The
+    // hidden all-reduce runs under the end of the backward pass: it ends where compute ends.
     const computeAt = barGroups.findIndex((g) => g.id === 'compute');
     const before = computeAt < 0 ? 0 : shares.slice(0, computeAt).reduce((a, b) => a + b, 0) / norm;
+    const computeEnd = computeAt < 0 ? 0 : before + shares[computeAt] / norm;
     let offset = before;
     for (const id of besideGroups) {
       const v = seconds[id] ?? 0;
-      const w = total > 0 && v > 0 ? Math.min(1 - offset, Math.max(MIN_SHARE, v / total)) : 0;
-      segs[id].style.left = `${100 * offset}%`;
+      const w = total > 0 && v > 0 ? Math.min(1, Math.max(MIN_SHARE, v / total)) : 0;
+      const at = id === 'allreduce_hidden' && computeAt >= 0 ? Math.max(0, computeEnd - w) : Math.min(offset, 1 - w);
+      segs[id].style.left = `${100 * at}%`;
       segs[id].style.width = `${100 * w}%`;
-      offset = Math.min(1, offset + w);
+      if (id !== 'allreduce_hidden') offset = Math.min(1, offset + w);
     }
     beside.hidden = ![...besideGroups].some((id) => (seconds[id] ?? 0) > 0);
-    const sent = {};
-    for (const t of planTraffic(store.state.hello, step.plan_stats)) sent[t.group] = (sent[t.group] ?? 0) + t.bytes;
+    const hidden = seconds.allreduce_hidden ?? 0;
+    hiddenNote.hidden = !(hidden > 0);
+    if (hidden > 0) {
+      const exposed = seconds.allreduce ?? 0;
+      hiddenNote.textContent = `All-reduce hidden under backward: ${fmtSeconds(hidden)} (not added to the step) · exposed: ${fmtSeconds(exposed)}`;
+    }
     for (const g of groups) {
       const v = seconds[g.id] ?? 0;
       if (v > 0) seen.add(g.id);
       legendRows[g.id].hidden = !seen.has(g.id);
       legendVals[g.id].textContent = fmtSeconds(v);
-      legendBytes[g.id].textContent = sent[g.id] ? fmtBytes(sent[g.id]) : '';
+      legendBytes[g.id].textContent = '';
     }
-    segs.data?.classList.toggle('waited', Boolean(step.loader?.waited));
     nodes.bar.dataset.total = String(total);
-    nodes.total.textContent = `${fmtSeconds(step.sim_step_s ?? total)} simulated · ${fmtSeconds(step.wall_step_s)} here`;
+    nodes.bar.dataset.source = source;
+    nodes.bar.dataset.shares = JSON.stringify(shareOf(seconds, total));
+    return total;
   }
+
+  function lensRequest() {
+    const lens = store.state.lens;
+    const h = store.state.hello;
+    const preset = h?.config?.preset ?? 'h100';
+    const q = new URLSearchParams({ model: lens.model, gpus: String(lens.gpus), preset });
+    return q;
+  }
+
+  async function fetchLens() {
+    const lens = store.state.lens;
+    if (!lens) return;
+    const q = lensRequest();
+    const key = q.toString();
+    if (key === lensKey) return;
+    lensKey = key;
+    lensResult = null;
+    renderLens();
+    let body = null;
+    try {
+      let res = await fetch(`/api/labs/lens?${q}`);
+      // The model's own plan does not fit this many GPUs: try the live run's plan.
+      const p = store.state.hello?.plan;
+      if (res.status === 422 && p) {
+        const q2 = new URLSearchParams(q);
+        q2.set('tp', String(p.tp ?? 1));
+        q2.set('pp', String(p.pp ?? 1));
+        res = await fetch(`/api/labs/lens?${q2}`);
+      }
+      body = await res.json();
+      if (!res.ok) body = { error: (body?.detail?.[0]?.msg ?? `HTTP ${res.status}`).replace(/^Value error, /, '') };
+    } catch (err) {
+      body = { error: String(err?.message ?? err) };
+    }
+    if (key !== lensKey) return; // the choice changed meanwhile
+    lensResult = body;
+    renderLens();
+  }
+
+  function renderLens() {
+    const lens = store.state.lens;
+    const h = store.state.hello;
+    const m = lensModels?.models?.[lens.model];
+    nodes.panel?.classList.add('lensing');
+    if (title) title.textContent = `What this step would cost for a ${m?.label ?? lens.model} model`;
+    const r = lensResult;
+    if (!r || r.error) {
+      which.textContent = r?.error ? `The lens cannot price this: ${r.error}` : 'Working it out…';
+      why.textContent = '';
+      return;
+    }
+    if (!groups.length) return;
+    drawBar(r.groups, `lens:${r.model}:${r.gpus}`);
+    segs.data?.classList.remove('waited');
+    const plan = `tp ${r.plan.tp} × pp ${r.plan.pp} × dp ${r.plan.dp}${r.plan.ep > 1 ? ` × ep ${r.plan.ep}` : ''}`;
+    nodes.total.textContent = `${fmtSeconds(r.step_s)} a step · ${pct(r.mfu)} of peak end to end`;
+    which.textContent =
+      `Not the live run: one step of ${r.label} (${fmtRate(r.params)} weights, ${fmtRate(r.tokens_per_step)} tokens a step) ` +
+      `on ${fmtInt(r.gpus)}× ${r.gpu}, plan ${plan}${r.fits ? '' : ' — it would not fit in their memory'}, by the same timing rules`;
+    why.textContent = `${r.why} Each step is ${flopsWords(r)}, so the GPUs compute for ${fmtSeconds(r.groups.compute)}; most of the all-reduce hides under the backward pass.`;
+    why.title = (r.assumptions ?? []).join('\n');
+    nodes.assumption.textContent = `Assumed: ${r.assumptions?.[0] ?? ''} (all ${fmtInt(r.assumptions?.length)} assumptions: hover the sentence above)`;
+    nodes.assumption.title = [...(r.sources ?? [])].join('\n');
+  }
+
+  function renderLensControls() {
+    const h = store.state.hello;
+    const live = h?.config?.gpus;
+    const keep = lensGpus.value;
+    lensGpus.replaceChildren(
+      el('option', { value: String(live ?? ''), text: `this cluster (${fmtInt(live)} GPUs)` }),
+      ...LENS_GPUS.filter((n) => n !== live).map((n) => el('option', { value: String(n), text: `${fmtInt(n)} GPUs` })),
+    );
+    const lens = store.state.lens;
+    // Off, it names the live cluster (the step on show); on, the cluster the lens prices.
+    if (lens) lensGpus.value = String(lens.gpus);
+    else lensGpus.value = String(live ?? keep);
+    lensGpus.disabled = !lens;
+    lensModel.value = lens?.model ?? '';
+  }
+
+  function chooseLens() {
+    const model = lensModel.value;
+    const gpus = Number(lensGpus.value) || store.state.hello?.config?.gpus || 1024;
+    store.set('lens', model ? { model, gpus } : null);
+  }
+  lensModel.addEventListener('change', chooseLens);
+  lensGpus.addEventListener('change', chooseLens);
+
+  fetch('/api/labs/lens/models')
+    .then((res) => (res.ok ? res.json() : null))
+    .then((body) => {
+      lensModels = body;
+      for (const [id, m] of Object.entries(body?.models ?? {})) {
+        lensModel.append(el('option', { value: id, text: `${id} (${m.label})` }));
+      }
+      renderLensControls();
+      if (store.state.lens) renderLens();
+    })
+    .catch(() => {
+      lensRow.hidden = true; // no lens without its models; the live step still shows
+    });
+
+  store.on('change:lens', () => {
+    renderLensControls();
+    if (store.state.lens) fetchLens();
+    else {
+      lensKey = '';
+      why.removeAttribute('title');
+      renderAssumption();
+    }
+    renderTime();
+  });
 
   function renderAssumption() {
     const h = store.state.hello;
     if (!h) return;
+    if (h.measured) {
+      // An attached real job: nothing is assumed, every figure was measured (ui/attach.js).
+      nodes.assumption.textContent = h.preset?.label ?? 'Measured on your cluster';
+      nodes.assumption.title = (h.attached?.hosts ?? []).join('\n');
+      return;
+    }
     const p = h.preset ?? {};
     const gpus = h.topology?.gpus?.length ?? h.config?.gpus;
     const parts = [`${gpus}× ${p.gpu ?? p.label ?? 'GPU'}`];
@@ -219,6 +474,8 @@ export function mountHud(store) {
     // The preset's *_gbps fields are gigabytes per second, one direction, per GPU.
     if (p.nvlink_gbps) parts.push(`NVLink ${Math.round(p.nvlink_gbps)} GB/s`);
     if (p.network_gbps) parts.push(`network ${Math.round(p.network_gbps)} GB/s per GPU`);
+    // Mixed precision: the gradients travel in BF16, whatever the tiny model computes in.
+    if (p.grad_wire_bytes) parts.push(`gradients sent as BF16 (${p.grad_wire_bytes} bytes each)`);
     nodes.assumption.textContent = `Assumed hardware: ${parts.join(' · ')}${
       p.sources?.length ? ' (public specs)' : ''
     }`;
@@ -227,6 +484,11 @@ export function mountHud(store) {
 
   store.on('hello', (msg) => {
     buildGroups(msg);
+    renderLensControls();
+    if (store.state.lens) {
+      lensKey = '';
+      fetchLens();
+    }
     renderTime();
     renderAssumption();
     plan.render(store.state);

@@ -23,7 +23,11 @@ export const KEYMAP = [
   { keys: ['PageDown', 'PageUp'], show: 'PgDn / PgUp', label: 'next / previous tour stop (clicker)' },
   { keys: ['Enter'], show: 'Enter', label: 'next tour stop (while touring, with no button focused)' },
   { keys: ['i'], show: 'I', label: 'more about this tour stop (the longer story)' },
+  { keys: ['g'], show: 'G', label: 'scale field: the cluster at 512, 4,096, 16,384, 131,072 GPUs, then live again' },
+  { keys: ['G'], show: 'Shift+G', label: 'the “One GPU” story (in it: PgDn / PgUp / arrows move, Space does the chapter’s action, Esc leaves)' },
+  { keys: ['z'], show: 'Z', label: 'scale field: fly from one live GPU out to the whole field and back' },
   { keys: ['Escape'], show: 'Esc', label: 'close the tour and any panel' },
+  { keys: ['j'], show: 'J', label: 'follow the presenter again (any other key or a drag explores on your own)' },
 ];
 
 function isTyping(target) {
@@ -132,6 +136,14 @@ export function mountKeys(actions, getLabKeys) {
         break;
       case 'i':
         actions.toggleTourMore();
+        break;
+      case 'g':
+        // Shift+G is the story's; G alone steps the scale field.
+        if (ev.shiftKey) done = false;
+        else actions.fieldNext?.();
+        break;
+      case 'z':
+        actions.fieldPath?.();
         break;
       default: {
         const lab = (getLabKeys() ?? []).find((k) => k.key.toLowerCase() === lower);

@@ -11,6 +11,7 @@ const PRESETS = [
   { id: 'h100', label: 'H100 cluster' },
   { id: 'a100', label: 'A100 cluster' },
   { id: 'b200', label: 'B200 cluster' },
+  { id: 'h800', label: 'H800 cluster' },
 ];
 // The same bounds as the server's own (ResetControl, and Settings for --gpus / --servers).
 const LIMITS = { seed: [0, 2 ** 31 - 1], gpus: [1, 4096], servers: [1, 1024] };

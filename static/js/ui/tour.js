@@ -8,6 +8,7 @@
 // while the run is paused or the "more" text is open, which hold it where it is.
 
 import { fillTemplate, liveValues } from './live.js';
+import { word } from './words.js';
 
 const DEFAULT_DURATION_S = 12;
 const FLIGHT_S = 1.1;
@@ -37,6 +38,9 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
   let stops = [];
   let parts = [];
   let index = 0;
+  // Predict, then reveal: a stop with `ask` shows its question first; the next press shows
+  // the answer (quoting the live run) and only the press after that moves on.
+  let revealed = true;
   // The auto-advance clock: this stop's length, what is left of it, and since when it runs.
   let timer = 0;
   let durMs = 0;
@@ -52,7 +56,13 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     const stop = stops[index];
     if (!stop) return;
     const values = liveValues(store);
-    const text = fillTemplate(stop.caption, values);
+    const ask = stop.ask;
+    const text = ask
+      ? revealed
+        ? `${word('answer')}: ${fillTemplate(ask.answer, values)} ${fillTemplate(stop.caption, values)}`
+        : `${word('predict')}: ${fillTemplate(ask.question, values)} (${word('predictHint')})`
+      : fillTemplate(stop.caption, values);
+    box.classList.toggle('asking', Boolean(ask) && !revealed);
     if (caption.textContent !== text) caption.textContent = text;
     const more = stop.more ? fillTemplate(stop.more, values) : '';
     if (moreText.textContent !== more) moreText.textContent = more;
@@ -136,7 +146,8 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
   function show(i) {
     index = Math.max(0, Math.min(stops.length - 1, i));
     const stop = stops[index];
-    store.set('tour', { active: true, stop: index });
+    revealed = !stop.ask;
+    store.set('tour', { active: true, stop: index, revealed });
     if (Number.isInteger(stop.view)) store.set('view', stop.view);
     box.hidden = false;
     document.body.classList.add('touring');
@@ -196,7 +207,8 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     start,
     stop: stop_,
     next() {
-      if (index < stops.length - 1) show(index + 1);
+      if (store.state.tour.active && !revealed) api.reveal();
+      else if (index < stops.length - 1) show(index + 1);
       else stop_();
     },
     prev() {
@@ -206,6 +218,23 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     setMore,
     get length() {
       return stops.length;
+    },
+    /** Show the answer of the current stop's question (a no-op on a stop without one). */
+    reveal() {
+      if (revealed || !store.state.tour.active) return;
+      revealed = true;
+      store.set('tour', { active: true, stop: index, revealed });
+      renderText();
+    },
+    /** Go to stop `i` (0-based) as a follower or a lesson link asks: the tour starts if need be. */
+    goTo(i, { reveal = false } = {}) {
+      if (!stops.length) return false;
+      if (!store.state.tour.active || index !== i) show(i);
+      if (reveal) api.reveal();
+      return true;
+    },
+    get revealed() {
+      return revealed;
     },
   };
   return api;

@@ -8,9 +8,11 @@
 // begins (the farthest GPU's slice leaves first). All slices are one InstancedMesh, all path
 // pieces another. When the GPUs had to wait (loader.waited) the empty slots are hatched grey
 // and the slices leave late, once the batch is ready. With reduced motion the slices simply
-// sit on their GPUs during the data block.
+// sit on their GPUs during the data block. While a stalled-loader fault acts on the step
+// (ui/faults.js) the queue is drawn run dry: every slot empty and hatched.
 
 import * as THREE from 'three';
+import { activeFaults } from '../../store.js';
 import {
   bezierPoints,
   commit,
@@ -122,9 +124,11 @@ export function build(ctx) {
       const ld = frame.step?.loader;
       const perLoader = lay.slots.length / Math.max(1, lay.loaders.length);
       const cap = ld?.queue_capacity || lay.slots.length;
-      const depth = ld ? Math.round((ld.queue_depth / Math.max(1, cap)) * lay.slots.length) : 0;
+      const stalled = activeFaults(frame.run?.faults, frame.step?.step).some((f) => f.kind === 'data_stall');
+      const depth = ld && !stalled ? Math.round((ld.queue_depth / Math.max(1, cap)) * lay.slots.length) : 0;
       const on = frame.phase === 'data' && frame.signal;
-      const waited = Boolean(ld?.waited);
+      const waited = Boolean(ld?.waited) || stalled;
+      frame.debug.loaderStalled = stalled ? 1 : 0;
       const key = `${depth}|${waited}|${on}|${pal.theme}|${frame.reduced}|${on ? frame.phaseT.toFixed(3) : ''}`;
       if (key === lastKey) {
         frame.debug.slices = on ? slices.count : 0;

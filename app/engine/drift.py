@@ -1,0 +1,118 @@
+"""What if the gradients were not shared? Two data-parallel copies trained for a few steps
+on a side copy of the run, once without comparing notes and once with the all-reduce.
+
+Each copy reads its own half of every batch, so each computes different gradients. Without
+the all-reduce each applies only its own and the two copies drift apart into different
+models; with it both apply the averaged gradient and stay bit-identical. Nothing here
+touches the live run: it is a fresh `Trainer` on its own run folder, stepped by hand.
+
+    result = drift(RunConfig(gpus=2, servers=1, n_layer=4), steps=3, run_dir=tmp)
+    result.apart.max_abs_diff > 0 and result.together.max_abs_diff == 0
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import RunConfig
+from .trainer import Trainer
+
+COPIES = 2
+
+
+@dataclass
+class CopiesAfter:
+    """The two copies after `steps` updates: the 16 watched weights of each, and how far
+    apart the whole models are."""
+
+    shared: bool  # were the gradients averaged before each update?
+    steps: int
+    weights: list[list[float]]  # [copy][16]: the probe's 16 weights in each copy
+    weights_name: str
+    max_abs_diff: float  # over every weight of the model
+    differing: int  # how many weights differ between the copies
+    n_params: int
+    identical: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class DriftResult:
+    apart: CopiesAfter  # each copy its own gradients
+    together: CopiesAfter  # the averaged gradients (data parallelism)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"apart": self.apart.to_dict(), "together": self.together.to_dict()}
+
+
+def side_config(config: RunConfig) -> RunConfig:
+    """The side copy's config: the same model and data on two GPUs of one server, data
+    parallel and dense (each GPU a whole copy), one microbatch; no checkpoints."""
+    batch = config.batch_size if config.batch_size % COPIES == 0 else RunConfig.batch_for(COPIES)
+    return config.with_(
+        gpus=COPIES,
+        servers=1,
+        tp=1,
+        pp=1,
+        ep=1,
+        microbatches=1,
+        experts=0,
+        batch_size=batch,
+        checkpoint_every=0,
+        loader_workers=1,
+        prefetch=1,
+    )
+
+
+def _train(config: RunConfig, steps: int, shared: bool, run_dir: Path) -> CopiesAfter:
+    t = Trainer(config, run_dir, fresh=True)
+    try:
+        for _ in range(steps):
+            batch, _take = t.loader.next()
+            t._forward_backward(batch.idx, batch.targets)
+            if shared:
+                t._allreduce()  # every row now holds the average
+            lr = t.lr_at(t.step + 1)
+            # Rows that differ must each get their own update (no shortcut).
+            t.opt.step(t.params, t.grads, lr, rows_identical=False)
+            t.step += 1
+        name = t.probe_weights_name
+        idx = t._probe_index
+        weights = [[float(x) for x in np.asarray(t.params[name][g])[idx]] for g in range(COPIES)]
+        diff = 0.0
+        differing = 0
+        for p in t.params.values():
+            a = np.asarray(p)
+            d = np.abs(a[0] - a[1])
+            diff = max(diff, float(d.max()))
+            differing += int(np.count_nonzero(d))
+        return CopiesAfter(
+            shared=shared,
+            steps=steps,
+            weights=weights,
+            weights_name=name,
+            max_abs_diff=diff,
+            differing=differing,
+            n_params=int(t.n_params),
+            identical=differing == 0,
+        )
+    finally:
+        t.close(final_checkpoint=False)
+
+
+def drift(config: RunConfig, steps: int = 3, run_dir: str | Path | None = None) -> DriftResult:
+    """Train two copies for `steps` steps, apart and together; see the module docstring."""
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    side = side_config(config)
+    with tempfile.TemporaryDirectory(dir=run_dir) as tmp:
+        apart = _train(side, steps, False, Path(tmp) / "apart")
+        together = _train(side, steps, True, Path(tmp) / "together")
+    return DriftResult(apart=apart, together=together)

@@ -1,0 +1,198 @@
+"""REST for the guided stories (`scenes/stories/<id>.json`): the chapters as data, the
+figures a story quotes at full scale from the memory lab's rules, and the "what if" side
+copies really trained by the engine (app/engine/drift.py).
+
+    GET /api/stories/one-gpu         the chapters, the runs they need, the scale figures
+    GET /api/stories/one-gpu/drift   two copies after a few steps, apart and together
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Query
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.engine import model as M
+from app.engine.config import RunConfig
+from app.engine.drift import drift
+from app.labs.hardware import GPUS
+from app.labs.memory import FP32_GRADS_BYTES_PER_PARAM, compute_memory
+from app.paths import SCENES_DIR
+
+router = APIRouter(prefix="/api/stories", tags=["stories"])
+
+STORIES_DIR = SCENES_DIR / "stories"
+STORY_IDS = ("one-gpu",)
+DRIFT_STEPS_MAX = 5
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StoryRun(_Strict):
+    """A run a chapter needs: the reset a presenter's page sends for it."""
+
+    gpus: int = Field(ge=1, le=4096)
+    servers: int = Field(ge=1, le=1024)
+    n_layer: int = Field(ge=1, le=32)
+    experts: int = Field(ge=0, le=64)
+    top_k: int = Field(ge=1, le=64)
+    tp: int = Field(ge=1, le=64)
+    pp: int = Field(ge=1, le=32)
+    ep: int = Field(ge=1, le=64)
+    microbatches: int = Field(ge=1, le=256)
+    schedule: Literal["gpipe", "1f1b"]
+
+
+class StoryDo(_Strict):
+    label: str = Field(min_length=1)
+    action: Literal["speed_max", "rerun", "oom"]
+    until_step: int | None = None
+
+
+class Chapter(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9-]+$")
+    group: str
+    title: str
+    text: str = Field(min_length=1)
+    run: str
+    fresh: bool = False
+    view: int | None = Field(default=None, ge=0, le=4)
+    part: str | None = None
+    field: int | None = Field(default=None, ge=8)
+    module: str | None = Field(default=None, pattern=r"^[0-9]{2}-[a-z0-9-]+$")
+    oom: bool = False
+    do: StoryDo | None = None
+
+
+class StoryScale(_Strict):
+    layer_params: int = Field(ge=1)
+    gpu: str
+    field: int = Field(ge=8)
+    deep_layers: int = Field(ge=1)
+
+
+class Story(_Strict):
+    id: str
+    title: str
+    subtitle: str
+    runs: dict[str, StoryRun]
+    scale: StoryScale
+    chapters: list[Chapter] = Field(min_length=1)
+
+
+def load_story(story_id: str) -> Story:
+    """Read and check a story: every chapter's run is one the engine can plan, and every
+    module named exists. Raises ValueError naming what is wrong."""
+    path = STORIES_DIR / f"{story_id}.json"
+    try:
+        story = Story.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, json.JSONDecodeError, ValidationError) as e:
+        raise ValueError(f"story {story_id!r}: {e}") from None
+    base = RunConfig()
+    for name, run in story.runs.items():
+        try:  # RunConfig checks the plan's rules (app/engine/plan.py) itself
+            base.with_(**run.model_dump(), batch_size=RunConfig.batch_for(run.gpus, 64))
+        except ValueError as e:
+            raise ValueError(f"story {story_id!r}: run {name!r}: {e}") from None
+    for ch in story.chapters:
+        if ch.run not in story.runs:
+            raise ValueError(f"story {story_id!r}: chapter {ch.id!r} needs unknown run {ch.run!r}")
+    if story.scale.gpu not in GPUS:
+        raise ValueError(f"story {story_id!r}: unknown GPU {story.scale.gpu!r}")
+    return story
+
+
+def scale_figures(story: Story) -> dict[str, Any]:
+    """The full-size figures the out-of-memory chapter quotes, by the memory lab's rules:
+    18 bytes a weight (6 for the weight and its gradient, 12 for the optimizer), each GPU's
+    usable memory, and what four and eight full-size layers need on one GPU."""
+    s = story.scale
+    out: dict[str, Any] = {
+        "bytes_per_weight": FP32_GRADS_BYTES_PER_PARAM,
+        "weight_grad_bytes": 6.0,
+        "optimizer_bytes": FP32_GRADS_BYTES_PER_PARAM - 6.0,
+        "layer_params": s.layer_params,
+        "deep_layers": s.deep_layers,
+        "field": s.field,
+    }
+    for layers in (4, 8):
+        m = compute_memory(s.layer_params * layers, "bf16", s.gpu)
+        need = m.training_bytes_fp32_grads
+        out[f"layers{layers}"] = {
+            "params": m.params,
+            "bytes": need,
+            "weight_grad": m.params * 6.0,
+            "optimizer": m.params * (FP32_GRADS_BYTES_PER_PARAM - 6.0),
+            "fraction": need / m.usable_bytes_per_gpu,
+        }
+        out["gpu_label"] = m.gpu_label
+        out["gpu_usable_bytes"] = m.usable_bytes_per_gpu
+    return out
+
+
+def layer_figures(run: StoryRun) -> dict[str, Any]:
+    """One layer of the live model, from the engine's own parameter shapes: its weights and
+    the share of them in the experts (the vocabulary does not change a layer)."""
+    base = RunConfig()
+    cfg = M.ModelConfig(
+        vocab_size=2,
+        n_layer=1,
+        n_head=base.n_head,
+        n_embd=base.n_embd,
+        block_size=base.block_size,
+        experts=run.experts,
+        top_k=run.top_k,
+    )
+    shapes = {k: math.prod(v) for k, v in M.param_shapes(cfg).items() if k.startswith("layers.0.")}
+    experts = sum(n for k, n in shapes.items() if k.endswith((".moe.w1", ".moe.w2")))
+    total = sum(shapes.values())
+    return {"layer_weights": total, "expert_weights": experts, "expert_share": experts / total}
+
+
+@cache
+def _story(story_id: str) -> dict[str, Any]:
+    story = load_story(story_id)
+    figures = scale_figures(story) | layer_figures(story.runs[story.chapters[0].run])
+    return {**story.model_dump(), "figures": figures}
+
+
+def _known(story_id: str) -> None:
+    if story_id not in STORY_IDS:
+        raise HTTPException(404, f"no story {story_id!r} (known: {', '.join(STORY_IDS)})")
+
+
+@router.get("/{story_id}")
+def get_story(story_id: str) -> dict[str, Any]:
+    _known(story_id)
+    return _story(story_id)
+
+
+_drift_lock = threading.Lock()
+
+
+@cache
+def _drift(story_id: str, steps: int) -> dict[str, Any]:
+    story = load_story(story_id)
+    run = story.runs[next(c.run for c in story.chapters if c.module == "14-what-if")]
+    cfg = RunConfig().with_(**run.model_dump(), batch_size=16, corpus_stories=400)
+    return drift(cfg, steps=steps).to_dict()
+
+
+@router.get("/{story_id}/drift")
+def get_drift(
+    story_id: str,
+    steps: Annotated[int, Query(ge=1, le=DRIFT_STEPS_MAX)] = 3,
+) -> dict[str, Any]:
+    """Two copies of the story's model really trained for `steps` steps on a side copy:
+    without sharing gradients (apart) and with the average (together). Computed once per
+    step count and kept; the live run is untouched."""
+    _known(story_id)
+    with _drift_lock:  # one side copy at a time: the machine is shared with the live run
+        return _drift(story_id, steps)

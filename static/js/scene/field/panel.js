@@ -1,0 +1,205 @@
+// The scale field's control and note on the page: presets (the live run, 512, 4,096, 16,384,
+// 131,072), any count from 8 to 131,072, the camera path button, and the note that says what
+// the field is: how many servers, racks, pods and switches, that only the live group trains
+// and the rest mirror it, and the fabric rule assumed. `?gpus=N` in the address opens it.
+//
+// mountScaleField({store, getStage}) -> {attach(stage), set(n | null), next(), fly()}
+// The state is store.state.fieldGpus (null = the live scene). Every figure in the note comes
+// from fieldPlan (plan.js) and the live run's topology, never typed in here.
+
+import { MAX_GPUS, MIN_GPUS, PRESETS, fieldPlan, parseGpus } from './plan.js';
+
+const fmt = (n) => Number(n).toLocaleString('en-US');
+const KIND_WORDS = {
+  forward: 'forward pass',
+  backward: 'backward pass',
+  allreduce: 'all-reduce',
+  wait: 'waiting',
+  idle: 'between steps',
+};
+
+function el(tag, attrs = {}, text = '') {
+  const e = document.createElement(tag);
+  for (const [k, val] of Object.entries(attrs)) e.setAttribute(k, val);
+  if (text) e.textContent = text;
+  return e;
+}
+
+export function mountScaleField({ store, getStage }) {
+  const panel = el('section', { class: 'field-panel', id: 'field-panel', 'aria-label': 'Scale of the cluster' });
+  const head = el('div', { class: 'field-head' });
+  head.append(el('h2', {}, 'Scale'), el('span', { class: 'hint' }, 'draw the cluster at real size'));
+  const presets = el('div', { class: 'field-presets', role: 'group', 'aria-label': 'GPUs in the field' });
+  const liveBtn = el('button', { type: 'button', 'data-gpus': '' }, 'live');
+  presets.append(liveBtn);
+  for (const n of PRESETS) {
+    const b = el('button', { type: 'button', 'data-gpus': String(n) }, n === 131072 ? '131,072' : fmt(n));
+    if (n === 131072) b.title = '100,000+ GPUs: 131,072 = 2^17';
+    presets.append(b);
+  }
+  const custom = el('form', { class: 'field-custom', novalidate: '' });
+  const input = el('input', { type: 'number', min: String(MIN_GPUS), max: String(MAX_GPUS), step: '1', id: 'field-gpus', 'aria-label': `GPUs (${MIN_GPUS} to ${fmt(MAX_GPUS)})`, placeholder: 'any count' });
+  const show = el('button', { type: 'submit' }, 'show');
+  const flyBtn = el('button', { type: 'button', id: 'field-fly', title: 'From one live GPU out to the whole field and back (Z)' }, 'fly out and back (Z)');
+  custom.append(input, show, flyBtn);
+  const problem = el('p', { class: 'field-problem', role: 'alert' });
+  const note = el('div', { class: 'field-note', id: 'field-note' });
+  note.hidden = true;
+  panel.append(head, presets, custom, problem, note);
+  document.body.append(panel);
+
+  const tag = el('div', { class: 'field-live-tag', id: 'field-live-tag', 'aria-hidden': 'true' });
+  tag.hidden = true;
+  const trail = el('ol', { class: 'field-path', id: 'field-path', 'aria-label': 'Camera path' });
+  trail.hidden = true;
+  const tierTags = el('div', { class: 'field-tiers', 'aria-hidden': 'true' });
+  document.body.append(tag, trail, tierTags);
+
+  let stage = null;
+  let offFrame = null;
+
+  function liveCount() {
+    return store.state.hello?.topology?.gpus?.length ?? 0;
+  }
+
+  function renderNote(n) {
+    const topo = store.state.hello?.topology;
+    const live = liveCount();
+    const plan = fieldPlan(n, { perServer: topo?.servers?.[0]?.gpus?.length ?? 8, live });
+    const tiers = ['leaf', 'spine', 'core'].slice(0, plan.tiers);
+    const counts = [`${fmt(plan.leaves)} leaf`];
+    if (plan.tiers >= 2) counts.push(`${fmt(plan.spines)} spine`);
+    if (plan.tiers >= 3) counts.push(`${fmt(plan.cores)} core`);
+    note.replaceChildren(
+      el('p', { class: 'field-big' }, `${fmt(plan.gpus)} GPUs`),
+      el('p', { class: 'field-counts' }, `${fmt(plan.servers)} servers of ${plan.perServer} · ${fmt(plan.racks)} racks of ${plan.serversPerRack} servers · ${fmt(plan.pods)} ${plan.pods === 1 ? 'pod' : 'pods'}`),
+      el('p', { class: 'field-live' }, `Only the ${fmt(plan.live)} GPUs under the beam train for real. The other ${fmt(plan.mirrored)} mirror them: they show the same step, nobody computes it.`),
+      el('p', { class: 'field-mirror', id: 'field-mirror' }, ''),
+      el('p', { class: 'field-fabric' }, `Network: ${plan.tiers} ${plan.tiers === 1 ? 'tier' : 'tiers'} (${tiers.join(', ')}): ${counts.join(' · ')} switches`),
+      el('p', { class: 'field-rule' }, `Assumed: ${plan.radix}-port switches, one port per GPU, a non-blocking fat tree. Two tiers join up to ${fmt(plan.twoTierMax)} GPUs (k²/2), three up to ${fmt(plan.threeTierMax)} (k³/4), k = ${plan.radix}. A rack holds ${plan.serversPerRack} servers. Not to scale.`),
+    );
+  }
+
+  function reflect() {
+    const n = store.state.fieldGpus ?? null;
+    for (const b of presets.querySelectorAll('button')) {
+      const v = b.dataset.gpus ? Number(b.dataset.gpus) : null;
+      b.setAttribute('aria-pressed', String(v === n));
+    }
+    liveBtn.textContent = liveCount() ? `live (${fmt(liveCount())})` : 'live';
+    panel.classList.toggle('on', n !== null);
+    note.hidden = n === null;
+    flyBtn.disabled = n === null;
+    if (n !== null) renderNote(n);
+    else {
+      tag.hidden = true;
+      trail.hidden = true;
+      tierTags.replaceChildren();
+    }
+  }
+
+  function syncAddress(n) {
+    try {
+      const url = new URL(window.location.href);
+      if (n === null) url.searchParams.delete('gpus');
+      else url.searchParams.set('gpus', String(n));
+      history.replaceState(history.state, '', `${url.pathname}${url.search}${url.hash}`);
+    } catch {
+      // an address we cannot rewrite is no reason to fail
+    }
+  }
+
+  function set(n) {
+    const value = n === null || n === undefined ? null : parseGpus(n);
+    if (n !== null && n !== undefined && value === null) {
+      problem.textContent = `Choose a whole number of GPUs from ${MIN_GPUS} to ${fmt(MAX_GPUS)}`;
+      return false;
+    }
+    problem.textContent = '';
+    store.set('fieldGpus', value);
+    syncAddress(value);
+    return true;
+  }
+
+  function next() {
+    const n = store.state.fieldGpus ?? null;
+    const order = [null, ...PRESETS];
+    const i = order.indexOf(n);
+    set(order[(i + 1) % order.length]);
+  }
+
+  function fly() {
+    if ((store.state.fieldGpus ?? null) === null) set(PRESETS[0]);
+    return stage?.fieldPath?.();
+  }
+
+  function onFrame() {
+    if (!stage || (store.state.fieldGpus ?? null) === null) return;
+    const info = stage.fieldInfo();
+    if (!info?.on) return;
+    const b = info.beacon;
+    tag.hidden = !b.visible;
+    if (b.visible) {
+      tag.textContent = `live: ${fmt(info.plan.live)} GPUs training`;
+      tag.style.transform = `translate(${b.x}px, ${b.y}px) translate(-50%, -120%)`;
+    }
+    // Each tier of the network named where it floats (hidden when off screen).
+    if (tierTags.childElementCount !== info.tiers.length) {
+      tierTags.replaceChildren(...info.tiers.map(() => el('span', { class: 'field-tier' })));
+    }
+    info.tiers.forEach((t, i) => {
+      const span = tierTags.children[i];
+      span.hidden = !t.visible;
+      span.textContent = `${t.tier} switches × ${fmt(t.count)}`;
+      span.style.transform = `translate(${t.x}px, ${t.y}px) translate(4px, -150%)`;
+    });
+    const mirror = document.getElementById('field-mirror');
+    const word = KIND_WORDS[info.mirror] ?? KIND_WORDS.idle;
+    if (mirror && mirror.dataset.kind !== info.mirror) {
+      mirror.dataset.kind = info.mirror ?? 'idle';
+      mirror.replaceChildren(el('span', { class: `field-swatch k-${info.mirror ?? 'idle'}` }), document.createTextNode(`All of them now: ${word}`));
+    }
+    const p = info.path;
+    trail.hidden = !p.playing;
+    if (p.playing) {
+      if (trail.childElementCount !== info.stops.length) trail.replaceChildren(...info.stops.map((s) => el('li', {}, s)));
+      [...trail.children].forEach((li) => li.classList.toggle('now', li.textContent === p.stop));
+    }
+  }
+
+  presets.addEventListener('click', (ev) => {
+    const b = ev.target.closest('button');
+    if (!b) return;
+    set(b.dataset.gpus ? Number(b.dataset.gpus) : null);
+    b.blur();
+  });
+  custom.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    if (set(input.value)) input.blur();
+  });
+  flyBtn.addEventListener('click', () => {
+    fly();
+    flyBtn.blur();
+  });
+  store.on('change:fieldGpus', (n) => {
+    reflect();
+    stage?.setField(n ?? null);
+  });
+  store.on('hello', () => reflect());
+
+  const fromAddress = new URL(window.location.href).searchParams.get('gpus');
+  if (fromAddress !== null && !set(fromAddress)) problem.textContent = `?gpus=${fromAddress}: ${problem.textContent}`;
+  reflect();
+
+  return {
+    attach(s) {
+      stage = s;
+      offFrame?.();
+      offFrame = stage.onFrame(onFrame);
+      if ((store.state.fieldGpus ?? null) !== null) stage.setField(store.state.fieldGpus);
+    },
+    set,
+    next,
+    fly,
+  };
+}

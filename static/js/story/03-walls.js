@@ -1,0 +1,23 @@
+// Chapter 3: the lid off: the memory walls with capacity ticks, filled from GPU 1's live
+// memory account (to scale: the tiny model barely shows against a real GPU's memory).
+import { h, redrawer, wall } from './figure.js';
+
+export function enter({ figure, store, values }) {
+  const draw = redrawer(figure, (m, v) => [
+    wall({
+      parts: [
+        { name: 'weights', fraction: (m.weights + m.grads) / m.capacity, label: 'weights and gradients' },
+        { name: 'optimizer', fraction: m.optimizer / m.capacity, label: 'optimizer' },
+        { name: 'activations', fraction: m.activations / m.capacity, label: 'activations' },
+      ],
+      caption: `GPU 1: ${v.memory_per_gpu} of ${v.memory_capacity}`,
+    }),
+    h('p', { class: 'sf-legend' }, 'Ticks: each quarter of the memory. The live model is tiny: a sliver at the floor.'),
+  ]);
+  const update = () => {
+    const m = store.state.step?.memory?.[0];
+    if (m) draw([m.total, m.capacity], m, values());
+  };
+  update();
+  return { update, leave() {} };
+}

@@ -1,0 +1,47 @@
+// Chapter 4: layers drop in one at a time and the walls fill a notch each: the live
+// account per layer, and the same four layers at full size (the memory lab's 18 bytes a
+// weight) on the GPU's walls, to near the top tick.
+import { h, redrawer, wall } from './figure.js';
+
+export function enter({ figure, store, story, values }) {
+  const f = story.figures;
+  const four = f.layers4;
+  const per = four.fraction / 4;
+  const share = four.weight_grad / four.bytes;
+  let shown = 0;
+  let timer = 0;
+  const draw = redrawer(figure, (n, v) => [
+    h('div', { class: 'sf-row' },
+      h('div', { class: 'sf-slabs' }, Array.from({ length: 4 }, (_, i) => h('b', { class: `sf-slab${i < n ? ' in' : ''}`, text: `Layer ${i + 1}` })),
+        h('span', { class: 'sf-hair', text: '4 drawn · real models stack dozens' })),
+      wall({ parts: [
+        { name: 'weights', fraction: per * n * share, label: 'weights and gradients' },
+        { name: 'optimizer', fraction: per * n * (1 - share), label: 'optimizer' },
+      ], caption: `${n} of 4 full-size layers: ${Math.round(per * n * 100)}% of the ${f.gpu_label}` }),
+    ),
+    h('p', { class: 'sf-legend', text: `Live: ${v.layer_bytes} a layer here. Full size: ${v.scale_layer_params} weights a layer.` }),
+  ]);
+  const setWalls = (n) => store.set('memoryCase', {
+    label: `${n} full-size layers on one GPU`,
+    fraction: per * n,
+    parts: [{ name: 'weights', fraction: (per * n * share) / 2 }, { name: 'grads', fraction: (per * n * share) / 2 }, { name: 'optimizer', fraction: per * n * (1 - share) }],
+    fits: per * n <= 1,
+  });
+  const update = () => draw([shown, values().layer_bytes], shown, values());
+  const drop = () => {
+    shown += 1;
+    setWalls(shown);
+    update();
+    if (shown < 4) timer = setTimeout(drop, store.state.reducedMotion ? 0 : 900);
+  };
+  if (store.state.reducedMotion) shown = 3;
+  drop();
+  return {
+    update,
+    leave() {
+      clearTimeout(timer);
+      store.set('memoryCase', null);
+    },
+    info: () => ({ layers: shown, fraction: per * shown }),
+  };
+}

@@ -1,0 +1,31 @@
+// Chapters 11, 12 and 15: the time bar: one step's simulated time, its compute and its
+// comparing (the all-reduce) from the step's trace, against one GPU's step when measured.
+import { TraceView } from '../scene/trace.js';
+import { fmtSeconds } from '../ui/format.js';
+import { bar, h, redrawer } from './figure.js';
+
+export function groups(store) {
+  const s = store.state;
+  const kinds = Object.fromEntries((s.hello?.trace_kinds ?? []).map((k) => [k.kind, k.group]));
+  return s.step?.trace ? new TraceView(s.step.trace, { groups: kinds }).groupSeconds() : {};
+}
+
+export function enter({ figure, store, memo }) {
+  const draw = redrawer(figure, (now, one, g, gpus) => {
+    const longest = Math.max(now, one ?? 0);
+    const rows = [];
+    if (one && gpus > 1) rows.push(bar('1 GPU', one / longest, { cls: 'sf-one', text: fmtSeconds(one) }));
+    rows.push(bar(`${gpus} GPU${gpus > 1 ? 's' : ''}`, now / longest, { cls: 'sf-now', text: fmtSeconds(now) }));
+    if (g.allreduce) rows.push(bar('comparing', g.allreduce / longest, { cls: 'sf-sync', text: fmtSeconds(g.allreduce) }));
+    return [h('div', { class: 'sf-bars' }, rows), h('p', { class: 'sf-legend', text: 'one step, simulated time' })];
+  });
+  const update = () => {
+    const step = store.state.step;
+    if (!step) return;
+    const g = groups(store);
+    const gpus = store.state.hello?.config?.gpus ?? 1;
+    draw([step.seq, memo.one?.sim_step], step.sim_step_s, memo.one?.sim_step, g, gpus);
+  };
+  update();
+  return { update, leave() {}, info: () => ({ now: store.state.step?.sim_step_s ?? null, one: memo.one?.sim_step ?? null }) };
+}

@@ -1,0 +1,35 @@
+// Chapter 13: a second GPU arrives empty and the model is copied over, layer by layer,
+// until an equals sign settles between the two.
+import { h, redrawer } from './figure.js';
+
+export function enter({ figure, store, values }) {
+  let copied = 0;
+  let timer = 0;
+  const layers = () => store.state.hello?.config?.n_layer ?? 4;
+  const gpu = (name, n, total) => h('div', { class: 'sf-gpu' }, h('span', { class: 'sf-gpu-name', text: name }),
+    Array.from({ length: total }, (_, i) => h('b', { class: `sf-slab${i < n ? ' in' : ''}`, text: `Layer ${total - i}` })).reverse());
+  const draw = redrawer(figure, (n, total, v) => [
+    h('div', { class: 'sf-row sf-pair' }, gpu('GPU 1', total, total), h('span', { class: 'sf-sign', text: n >= total ? '=' : '→' }), gpu('GPU 2', n, total)),
+    h('p', { class: 'sf-legend', text: `${v.gpus} GPUs · ${v.n_params} weights each` }),
+  ]);
+  const update = () => draw([copied, layers(), values().gpus], copied, layers(), values());
+  const run = () => {
+    copied = store.state.reducedMotion ? layers() : copied + 1;
+    update();
+    if (copied < layers()) timer = setTimeout(run, 700);
+  };
+  timer = setTimeout(run, 400);
+  update();
+  return {
+    update,
+    act() {
+      clearTimeout(timer);
+      copied = 0;
+      timer = setTimeout(run, 400);
+    },
+    leave() {
+      clearTimeout(timer);
+    },
+    info: () => ({ copied }),
+  };
+}

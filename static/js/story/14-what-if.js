@@ -1,0 +1,15 @@
+// Chapter 14: what if each copy used only its own gradients? Two copies really trained
+// apart on a side copy (GET /api/stories/one-gpu/drift): their 16 watched weights differ.
+import { copies, h, redrawer } from './figure.js';
+
+export function enter({ figure, getDrift, loadDrift }) {
+  const draw = redrawer(figure, (d) => (d ? h('div', { class: 'sf-whatif' },
+    h('span', { class: 'sf-whatif-tag', text: 'what if' }),
+    copies(d.weights[0], d.weights[1]),
+    h('p', { class: 'sf-sign-line' }, h('span', { class: 'sf-sign sf-ne', text: '≠' }), ` two different models: ${d.differing.toLocaleString('en')} weights differ after ${d.steps} steps`),
+  ) : h('p', { class: 'sf-legend', text: 'Training two copies apart on a side copy…' })));
+  const update = () => draw([Boolean(getDrift())], getDrift()?.apart);
+  loadDrift().then(update).catch((err) => console.warn('the side copies could not be trained', err));
+  update();
+  return { update, leave() {}, info: () => (getDrift() ? { differing: getDrift().apart.differing, identical: getDrift().apart.identical } : null) };
+}

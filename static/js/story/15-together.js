@@ -1,0 +1,23 @@
+// Chapter 15: comparing notes: the averaged copies stay equal (the side copy trained
+// together), and the step's time bar against one GPU's.
+import { copies, h, redrawer } from './figure.js';
+import { enter as timebar } from './11-timebar.js';
+
+export function enter(ctx) {
+  const { figure, getDrift, loadDrift } = ctx;
+  const top = document.createElement('div');
+  const bottom = document.createElement('div');
+  figure.append(top, bottom);
+  const draw = redrawer(top, (d) => (d ? h('div', { class: 'sf-whatif sf-together' },
+    copies(d.weights[0], d.weights[1]),
+    h('p', { class: 'sf-sign-line' }, h('span', { class: 'sf-sign', text: '=' }), ` averaged gradients: ${d.differing} weights differ`),
+  ) : h('p', { class: 'sf-legend', text: 'Training two copies together on a side copy…' })));
+  const bars = timebar({ ...ctx, figure: bottom });
+  const update = () => {
+    draw([Boolean(getDrift())], getDrift()?.together);
+    bars.update();
+  };
+  loadDrift().then(update).catch((err) => console.warn('the side copies could not be trained', err));
+  update();
+  return { update, leave() {}, info: () => (getDrift() ? { differing: getDrift().together.differing, identical: getDrift().together.identical } : null) };
+}

@@ -1,0 +1,27 @@
+// Chapters 19 and 20: the experts split: each GPU keeps its range (from the plan's roles),
+// the given-up half dashed; memory per GPU before and after, from the memory accounts.
+import { fmtBytes } from '../ui/format.js';
+import { bar, h, redrawer } from './figure.js';
+import { span } from './values.js';
+
+export function enter({ figure, store, memo }) {
+  const draw = redrawer(figure, (roles, experts, before, now) => [
+    h('div', { class: 'sf-row sf-pair' }, roles.slice(0, 2).map((r) => h('div', { class: 'sf-gpu' },
+      h('span', { class: 'sf-gpu-name', text: `GPU ${r.gpu + 1} keeps experts ${span(r.experts)}` }),
+      h('div', { class: 'sf-experts' }, Array.from({ length: experts }, (_, i) => h('b', { class: `sf-expert${i >= r.experts[0] && i < r.experts[1] ? '' : ' sf-dashed'}`, text: String(i + 1) }))),
+    ))),
+    h('div', { class: 'sf-bars' },
+      before ? bar('before', before / Math.max(before, now), { cls: 'sf-one', text: fmtBytes(before) }) : null,
+      bar('now', now / Math.max(before ?? 0, now), { cls: 'sf-now', text: fmtBytes(now) })),
+    h('p', { class: 'sf-legend', text: 'Expert parallelism · memory per GPU, from the accounts' }),
+  ]);
+  const update = () => {
+    const s = store.state;
+    const roles = s.hello?.roles ?? [];
+    const now = s.step?.memory?.[0]?.total;
+    if (!roles.length || !now) return;
+    draw([roles.map((r) => r.experts), now, memo.dp2?.memory], roles, s.hello.config.experts, memo.dp2?.memory, now);
+  };
+  update();
+  return { update, leave() {}, info: () => ({ before: memo.dp2?.memory ?? null, now: store.state.step?.memory?.[0]?.total ?? null }) };
+}

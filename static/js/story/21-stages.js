@@ -1,0 +1,35 @@
+// Chapter 21: stages: the GPUs by pipeline stage (from the plan's roles), each labelled
+// with its layers, and a check that they fit (memory account against capacity).
+import { fmtBytes } from '../ui/format.js';
+import { h, redrawer } from './figure.js';
+import { span } from './values.js';
+
+export function stageGrid(roles, memory, { compact = false } = {}) {
+  const stages = [...new Set(roles.map((r) => r.stage))].sort((a, b) => b - a);
+  return h('div', { class: `sf-stages${compact ? ' sf-compact' : ''}` }, stages.map((st) => {
+    const row = roles.filter((r) => r.stage === st);
+    const l = row[0].layers;
+    return h('div', { class: 'sf-stage' },
+      h('span', { class: 'sf-stage-name', text: `Stage ${st + 1} · layer${l[1] - l[0] > 1 ? 's' : ''} ${span(l)}` }),
+      h('span', { class: 'sf-stage-gpus' }, row.map((r) => {
+        const m = memory?.[r.gpu];
+        const fits = m && m.total <= m.capacity;
+        return h('b', { class: `sf-cell${r.gpu === 0 ? ' sf-lit' : ''}`, title: m ? fmtBytes(m.total) : '' , text: compact ? (r.experts[1] ? span(r.experts) : '') : `GPU ${r.gpu + 1}${fits ? ' ✓' : ''}` });
+      })),
+    );
+  }));
+}
+
+export function enter({ figure, store }) {
+  const draw = redrawer(figure, (roles, memory) => [
+    stageGrid(roles, memory),
+    h('p', { class: 'sf-legend', text: `✓ fits: ${fmtBytes(memory[0].total)} of ${fmtBytes(memory[0].capacity)} on GPU 1` }),
+  ]);
+  const update = () => {
+    const s = store.state;
+    const memory = s.step?.memory;
+    if (s.hello?.roles && memory?.length) draw([s.hello.run_id, memory.length], s.hello.roles, memory);
+  };
+  update();
+  return { update, leave() {} };
+}

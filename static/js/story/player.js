@@ -1,0 +1,426 @@
+// The story player: a guided story told chapter by chapter on the live run
+// (scenes/stories/<id>.json, served at /api/stories/<id>). It feels like the tour: the same
+// caption box, PageDown / PageUp / arrows / Enter and a clicker move between chapters, Esc
+// leaves, and each chapter's "do it" action is a button and the Space key.
+//
+// A chapter is data: its words with {placeholders} filled from the run (values.js), the
+// camera view, the part to highlight, the run it needs and, where it must choreograph, one
+// small module of its own (static/js/story/NN-name.js: enter(ctx) -> {update(), leave()}).
+// Entering a chapter makes its run the live one: with control rights (loopback or the
+// presenter token) the page re-plans the run with a reset, as "swap it" does; a viewer
+// without them follows whatever the run is doing and is told so.
+
+import { fillTemplate } from '../ui/live.js';
+import { PENDING, storyValues } from './values.js';
+
+const STORY_IDS = ['one-gpu'];
+
+/** Does the live run train as `want` asks (cluster, model and plan)? */
+export function runMatches(hello, want) {
+  if (!hello || !want) return false;
+  const cfg = hello.config ?? {};
+  const plan = hello.plan ?? {};
+  const same = (k, v) => (k in plan ? plan[k] : cfg[k]) === v;
+  return ['gpus', 'servers', 'n_layer', 'experts', 'tp', 'pp', 'ep', 'microbatches'].every((k) => same(k, want[k]))
+    && (want.pp === 1 || plan.schedule === want.schedule)
+    && (want.experts === 0 || cfg.top_k === want.top_k);
+}
+
+export function mountStory(store, { getStage, actions, labels }) {
+  const box = document.createElement('section');
+  box.className = 'story-box';
+  box.id = 'story-box';
+  box.hidden = true;
+  box.setAttribute('aria-label', 'Story');
+  box.innerHTML = `
+    <div class="story-meta"><span class="story-count" id="story-count"></span><span class="story-group" id="story-group"></span></div>
+    <h2 class="story-title" id="story-title"></h2>
+    <p class="story-caption" id="story-caption" aria-live="polite"></p>
+    <div class="story-figure" id="story-figure"></div>
+    <p class="story-note" id="story-note" role="status"></p>
+    <div class="story-nav">
+      <button type="button" id="story-prev" title="Previous chapter (Page Up)">◀ previous</button>
+      <span class="story-nav-mid">
+        <button type="button" class="story-do" id="story-do" title="Do it (Space)"></button>
+        <button type="button" id="story-exit" title="Leave the story (Esc)">leave story</button>
+      </span>
+      <button type="button" id="story-next" title="Next chapter (Page Down or Enter)">next ▶</button>
+    </div>`;
+  document.body.append(box);
+  const $ = (id) => box.querySelector(`#${id}`);
+  const els = {
+    count: $('story-count'), group: $('story-group'), title: $('story-title'), caption: $('story-caption'),
+    figure: $('story-figure'), note: $('story-note'), doBtn: $('story-do'),
+  };
+
+  let story = null;
+  let index = 0;
+  let active = false;
+  let chapterModule = null; // the entered module's {update, leave}
+  let entering = 0; // bumps on every chapter change, so a late module load is dropped
+  let pending = null; // {key, runId}: a reset sent for this run key, its hello not here yet
+  let refused = '';
+  let drift = null;
+  const memo = {}; // per run key: what the run measured while it was live {memory, sim_step, bubble}
+  const modules = new Map();
+
+  const chapter = () => story?.chapters?.[index] ?? null;
+  const want = () => (chapter() ? story.runs[chapter().run] : null);
+  const canControl = () => (actions?.canControl ? actions.canControl() : store.state.hello?.can_control !== false);
+  const liveKey = () => {
+    if (!story) return null;
+    const hello = store.state.hello;
+    const ch = chapter();
+    if (ch && runMatches(hello, story.runs[ch.run])) return ch.run;
+    return Object.keys(story.runs).find((k) => runMatches(hello, story.runs[k])) ?? null;
+  };
+  const values = () => storyValues(store, { story, memo, drift, runKey: liveKey() });
+
+  function remember() {
+    const key = liveKey();
+    const step = store.state.step;
+    if (!key || !step) return;
+    memo[key] = {
+      memory: step.memory?.[0]?.total,
+      sim_step: step.sim_step_s,
+      bubble: step.plan_stats?.bubble_fraction,
+      step: step.step,
+      tokens_per_gpu: step.tokens / (store.state.hello?.plan?.dp ?? 1),
+    };
+  }
+
+  // ---- the run a chapter needs --------------------------------------------------------
+
+  function ensureRun({ fresh = false } = {}) {
+    const ch = chapter();
+    const run = want();
+    if (!ch || !run) return;
+    const live = runMatches(store.state.hello, run);
+    if (live && !fresh) {
+      if (pending?.key === ch.run) pending = null;
+      return;
+    }
+    if (pending?.key === ch.run && !fresh) return;
+    if (!canControl()) return; // a viewer follows the run; the note says so
+    refused = '';
+    pending = { key: ch.run, runId: store.state.hello?.run_id ?? null };
+    if (!actions.newRun({ ...run })) pending = null;
+  }
+
+  store.on('hello', (msg) => {
+    if (pending && msg.run_id !== pending.runId && runMatches(msg, story?.runs[pending.key])) pending = null;
+    if (active) render();
+  });
+  store.on('error', (msg) => {
+    if (!pending) return;
+    pending = null;
+    refused = msg.message || msg.code || 'the server refused it';
+    if (active) render();
+  });
+  store.on('step', () => {
+    remember();
+    if (active) render();
+  });
+  store.on('snapshot', () => active && render());
+
+  function note() {
+    const ch = chapter();
+    if (!ch) return '';
+    if (refused) return `The run could not be changed for this chapter: ${refused}`;
+    if (runMatches(store.state.hello, want())) return '';
+    if (!canControl()) return 'You follow the run: only the presenter can change it, so this chapter shows what the run is doing now.';
+    return 'Starting the run this chapter needs…';
+  }
+
+  // ---- showing a chapter ----------------------------------------------------------------
+
+  function filled(text) {
+    return fillTemplate(text, values());
+  }
+
+  function render() {
+    const ch = chapter();
+    if (!ch) return;
+    const title = filled(ch.title);
+    if (els.title.textContent !== title) els.title.textContent = title;
+    const text = filled(ch.text);
+    if (els.caption.textContent !== text) els.caption.textContent = text;
+    const n = note();
+    if (els.note.textContent !== n) els.note.textContent = n;
+    els.note.hidden = !n;
+    box.dataset.ready = String(isReady());
+    try {
+      chapterModule?.update?.();
+    } catch (err) {
+      console.warn('story chapter failed to update', err);
+    }
+  }
+
+  function isReady() {
+    const ch = chapter();
+    if (!ch) return false;
+    const text = `${filled(ch.title)} ${filled(ch.text)}`;
+    return !pending && runMatches(store.state.hello, want()) && Boolean(store.state.step) && !text.includes(PENDING) && !/\{\w+\}/.test(text);
+  }
+
+  let cameraRetry = 0;
+  function field(n) {
+    // The scale field's own control (it keeps its panel and note in step), else the stage.
+    if (typeof actions?.setField === 'function') actions.setField(n);
+    else getStage()?.setField?.(n);
+  }
+
+  function camera(ch) {
+    clearTimeout(cameraRetry);
+    if ((store.state.fieldGpus ?? null) !== (ch.field ?? null)) field(ch.field ?? null);
+    const stage = getStage();
+    if (!stage) {
+      // The 3D stage comes up after the socket: frame the chapter once it is there.
+      cameraRetry = setTimeout(() => active && chapter() === ch && camera(ch), 300);
+      return;
+    }
+    const instant = store.state.reducedMotion;
+    if (!ch.field && Number.isInteger(ch.view)) {
+      store.set('view', ch.view);
+      stage.setView(ch.view, { instant });
+    }
+    stage.highlight(ch.field ? null : ch.part ?? null);
+    labels?.highlight?.(ch.field ? null : ch.part ?? null);
+  }
+
+  async function loadModule(name) {
+    if (!name) return null;
+    if (!modules.has(name)) modules.set(name, import(`./${name}.js`));
+    return modules.get(name);
+  }
+
+  function ctx() {
+    return {
+      store,
+      story,
+      chapter: chapter(),
+      figure: els.figure,
+      getStage,
+      values,
+      memo,
+      getDrift: () => drift,
+      loadDrift,
+      reduced: () => store.state.reducedMotion,
+      requestRender: () => getStage()?.requestRender?.(),
+    };
+  }
+
+  function loadDrift() {
+    if (drift) return Promise.resolve(drift);
+    return fetch(`/api/stories/${story.id}/drift?steps=3`)
+      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`HTTP ${r.status}`))))
+      .then((d) => {
+        drift = d;
+        if (active) render();
+        return d;
+      });
+  }
+
+  async function show(i, { forward = false } = {}) {
+    if (!story) return;
+    try {
+      chapterModule?.leave?.();
+    } catch (err) {
+      console.warn('story chapter failed to leave', err);
+    }
+    chapterModule = null;
+    els.figure.replaceChildren();
+    els.figure.hidden = true;
+    index = Math.max(0, Math.min(story.chapters.length - 1, i));
+    const ch = chapter();
+    const my = ++entering;
+    store.set('story', { id: story.id, chapter: index + 1, chapters: story.chapters.length });
+    writeUrl();
+    els.count.textContent = `chapter ${index + 1} of ${story.chapters.length}`;
+    els.group.textContent = ch.group;
+    box.dataset.chapter = ch.id;
+    els.doBtn.hidden = !ch.do;
+    els.doBtn.textContent = ch.do ? `${ch.do.label} (Space)` : '';
+    ensureRun({ fresh: Boolean(ch.fresh && forward) });
+    camera(ch);
+    render();
+    if (ch.module) {
+      try {
+        const mod = await loadModule(ch.module);
+        if (my !== entering || !active) return;
+        chapterModule = mod.enter(ctx()) ?? null;
+        els.figure.hidden = !els.figure.childElementCount;
+        render();
+      } catch (err) {
+        console.warn(`story chapter ${ch.module} could not start`, err);
+      }
+    }
+  }
+
+  function doIt() {
+    const ch = chapter();
+    if (!ch?.do) return false;
+    if (ch.do.action !== 'oom' && !canControl()) {
+      els.note.hidden = false;
+      els.note.textContent = 'Only the presenter can change the run: you follow along with what it is doing.';
+      return true;
+    }
+    if (ch.do.action === 'speed_max') actions.setSpeed('max');
+    else if (ch.do.action === 'rerun') ensureRun({ fresh: true });
+    chapterModule?.act?.(ch.do);
+    render();
+    return true;
+  }
+
+  // ---- the address: /?story=one-gpu&chapter=N -------------------------------------------
+
+  function writeUrl() {
+    const url = new URL(window.location.href);
+    if (active && story) {
+      url.searchParams.set('story', story.id);
+      url.searchParams.set('chapter', String(index + 1));
+    } else {
+      url.searchParams.delete('story');
+      url.searchParams.delete('chapter');
+    }
+    history.replaceState(history.state, '', `${url.pathname}${url.search}${url.hash}`);
+  }
+
+  async function load(id) {
+    if (story?.id === id) return story;
+    const res = await fetch(`/api/stories/${encodeURIComponent(id)}`);
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    story = await res.json();
+    return story;
+  }
+
+  async function open(id = 'one-gpu', at = 1) {
+    if (!STORY_IDS.includes(id)) return false;
+    try {
+      await load(id);
+    } catch (err) {
+      console.warn('the story could not be loaded', err);
+      return false;
+    }
+    actions?.escape?.(); // the tour and any panel make way
+    active = true;
+    box.hidden = false;
+    document.body.classList.add('storying');
+    await show(at - 1, { forward: false });
+    return true;
+  }
+
+  function close() {
+    if (!active) return;
+    active = false;
+    entering += 1;
+    try {
+      chapterModule?.leave?.();
+    } catch (err) {
+      console.warn('story chapter failed to leave', err);
+    }
+    chapterModule = null;
+    box.hidden = true;
+    document.body.classList.remove('storying');
+    store.set('story', null);
+    writeUrl();
+    clearTimeout(cameraRetry);
+    if ((store.state.fieldGpus ?? null) !== null) field(null);
+    const stage = getStage();
+    stage?.highlight(null);
+    labels?.highlight?.(null);
+  }
+
+  const next = () => (index < story.chapters.length - 1 ? show(index + 1, { forward: true }) : close());
+  const prev = () => show(index - 1);
+
+  $('story-next').addEventListener('click', () => next());
+  $('story-prev').addEventListener('click', () => prev());
+  $('story-exit').addEventListener('click', () => close());
+  els.doBtn.addEventListener('click', () => doIt());
+
+  // Keys: while the story plays its keys come first (the page's own map would move the tour
+  // or spin the scene); Shift+G opens it from anywhere (G alone is the scale field).
+  function onKey(ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const t = ev.target;
+    if (t instanceof Element && t.closest('input, textarea, select, [contenteditable]')) return;
+    if (!active) {
+      if (ev.key === 'G' && ev.shiftKey) {
+        ev.preventDefault();
+        open('one-gpu', 1);
+      }
+      return;
+    }
+    let done = true;
+    switch (ev.key) {
+      case 'PageDown':
+      case 'ArrowRight':
+      case 'ArrowDown':
+        next();
+        break;
+      case 'PageUp':
+      case 'ArrowLeft':
+      case 'ArrowUp':
+        prev();
+        break;
+      case 'Enter':
+        if (t instanceof Element && t.closest('button, a[href]')) done = false;
+        else next();
+        break;
+      case ' ':
+        if (t instanceof Element && t.closest('button, a[href]')) done = false;
+        else done = doIt();
+        break;
+      case 'Escape':
+        close();
+        break;
+      default:
+        done = false;
+    }
+    if (done) {
+      ev.preventDefault();
+      ev.stopImmediatePropagation();
+    }
+  }
+  window.addEventListener('keydown', onKey, true);
+
+  /** Open the story the address asks for (?story=one-gpu&chapter=N). */
+  function fromUrl() {
+    const params = new URL(window.location.href).searchParams;
+    const id = params.get('story');
+    if (!id) return;
+    const n = Number.parseInt(params.get('chapter') ?? '1', 10);
+    open(id, Number.isFinite(n) && n >= 1 ? n : 1);
+  }
+
+  return {
+    open,
+    close,
+    next,
+    prev,
+    doIt,
+    fromUrl,
+    get active() {
+      return active;
+    },
+    info() {
+      return {
+        id: story?.id ?? null,
+        chapter: active ? index + 1 : null,
+        chapters: story?.chapters?.length ?? 0,
+        chapterId: active ? chapter()?.id ?? null : null,
+        run: active ? chapter()?.run ?? null : null,
+        liveRun: liveKey(),
+        ready: active && isReady(),
+        caption: active ? els.caption.textContent : '',
+        title: active ? els.title.textContent : '',
+        note: active ? els.note.textContent : '',
+        pending: pending?.key ?? null,
+        drift,
+        memo: JSON.parse(JSON.stringify(memo)),
+        figure: chapterModule?.info?.() ?? null,
+      };
+    },
+  };
+}

@@ -1,0 +1,211 @@
+// Faults at scale, from the page: a small menu that injects each kind into the live run (the
+// `inject_fault` control, the same one the REST API and `trainingrun train --fault` use) on a
+// chosen GPU or link, and a note under the time bar saying which faults act on the step on
+// screen and what they cost in it. The costs are read from the step's own trace: the time the
+// other GPUs wait for a straggler, the time every GPU waits for a stalled loader, the route a
+// cut link's hop takes instead. The scene shows each where it happens (parts/gpus.js hatches
+// the GPUs that wait, parts/ring.js draws the cut hop and its detour, failure.js stages a
+// dead GPU).
+
+import { activeFaults } from '../store.js';
+import { NEEDS_PRESENTER } from './actions.js';
+import { el, fmtInt, fmtSeconds } from './format.js';
+
+/** Each kind: what the menu calls it, what it does in one line, and what its target is. */
+export const FAULTS = [
+  { kind: 'dead', label: 'GPU dies', target: 'gpu', says: 'The GPU stops: the run rolls back to its last checkpoint and a spare takes its place.' },
+  { kind: 'straggler', label: 'slow GPU', target: 'gpu', says: 'One GPU computes slower (heat, a bad part): every other GPU waits for it at the all-reduce.' },
+  { kind: 'data_stall', label: 'loader stalls', target: 'ms', says: 'The data loaders fall behind: every GPU waits for its batch before it can start.' },
+  { kind: 'link', label: 'link cut', target: 'link', says: 'A cable or port fails: the ring’s hop takes a longer way round through the switches.' },
+];
+// A stall's length to choose from, in milliseconds of simulated time.
+const STALL_MS = [1, 2, 5, 20];
+const STEPS = [1, 3, 5, 10];
+const LINK_WORDS = { nvlink: 'NVLink', leaf: 'leaf switch', spine: 'spine' };
+
+/** The trace's cost of a fault in one step, in words: {what, cost} (cost '' when the step
+ * does not show it). */
+export function faultCost(fault, step) {
+  const trace = step?.trace;
+  const d = fault.detail ?? {};
+  const spans = trace?.spans ?? [];
+  if (fault.kind === 'straggler') {
+    const waits = spans.filter((s) => s.kind === 'wait' && s.lanes && !s.lanes.includes(d.gpu));
+    const wait = waits.reduce((a, s) => Math.max(a, s.dur), 0);
+    const others = waits.length ? waits[0].lanes.length : 0;
+    return {
+      what: `GPU ${d.gpu} computes ${d.factor ?? 2}× slower`,
+      cost: wait > 0 ? `the other ${fmtInt(others)} wait ${fmtSeconds(wait)} for it` : '',
+    };
+  }
+  if (fault.kind === 'data_stall') {
+    const first = spans.reduce((a, s) => (a === null || s.t0 < a.t0 ? s : a), null);
+    const wait = first && first.kind === 'wait' && !first.lanes ? first.dur : 0;
+    return {
+      what: `the loaders stall ${fmtInt(d.ms)} ms`,
+      cost: wait > 0 ? `every GPU waits ${fmtSeconds(wait)} for its batch` : '',
+    };
+  }
+  if (fault.kind === 'link') {
+    const rings = (trace?.rings ?? []).filter((r) => r.ring.includes(d.src));
+    const took = rings.length ? rings[0].links[rings[0].ring.indexOf(d.src)] : null;
+    const ringS = (trace?.rings ?? []).reduce((a, r) => a + r.pass_s.reduce((x, [s, n]) => x + s * n, 0), 0);
+    const around = took && took !== d.link ? `its hop goes via the ${LINK_WORDS[took] ?? took}` : took ? 'the other spines carry it' : '';
+    return {
+      what: `link GPU ${d.src} → GPU ${d.dst} (${LINK_WORDS[d.link] ?? d.link}) cut`,
+      cost: around ? `${around}; all-reduce ${fmtSeconds(ringS)}` : '',
+    };
+  }
+  return { what: `GPU ${d.gpu} dies`, cost: 'the run rolls back to its last checkpoint' };
+}
+
+export function mountFaults(store, { send, overlays }) {
+  const button = el('button', {
+    type: 'button',
+    id: 'btn-faults',
+    class: 'danger',
+    title: 'Inject a fault at scale: a GPU dies, a slow GPU, a stalled loader, a cut link',
+    'aria-expanded': 'false',
+    'aria-controls': 'faults',
+    text: 'faults…',
+    onclick: () => store.set('faultsOpen', !store.state.faultsOpen),
+  });
+  const runGroup = document.querySelector('#toolbar .group.run') ?? document.getElementById('toolbar');
+  runGroup?.append(button);
+
+  const kinds = el('div', { class: 'fault-kinds', role: 'radiogroup', 'aria-label': 'Kind of fault' });
+  const says = el('p', { class: 'fault-says' });
+  const targetLabel = el('span', { text: 'GPU' });
+  const target = el('select', { id: 'fault-target' });
+  const steps = el('select', { id: 'fault-steps', 'aria-label': 'Steps it lasts' });
+  for (const n of STEPS) steps.append(el('option', { value: String(n), text: `${n} step${n === 1 ? '' : 's'}` }));
+  steps.value = '3';
+  const go = el('button', { type: 'button', class: 'danger primary', id: 'fault-go', text: 'inject', onclick: inject });
+  const close = el('button', { type: 'button', class: 'close', 'aria-label': 'Close', text: '×', onclick: () => store.set('faultsOpen', false) });
+  const panel = el(
+    'aside',
+    { class: 'panel faults-panel', id: 'faults', role: 'dialog', 'aria-labelledby': 'faults-title', hidden: true },
+    close,
+    el('h2', { id: 'faults-title', text: 'Inject a fault' }),
+    el('p', { class: 'hint', text: 'At thousands of GPUs, something always breaks. Try it on the live run:' }),
+    kinds,
+    says,
+    el('div', { class: 'fault-row' }, el('label', { for: 'fault-target' }, targetLabel), target),
+    el('div', { class: 'fault-row' }, el('label', { for: 'fault-steps', text: 'for' }), steps, go),
+  );
+  document.body.append(panel);
+
+  let kind = 'straggler';
+  const kindButtons = FAULTS.map((f) => {
+    const b = el('button', {
+      type: 'button',
+      role: 'radio',
+      'data-kind': f.kind,
+      text: f.label,
+      onclick: () => {
+        kind = f.kind;
+        renderForm();
+      },
+    });
+    kinds.append(b);
+    return b;
+  });
+
+  function renderForm() {
+    const f = FAULTS.find((x) => x.kind === kind);
+    for (const b of kindButtons) b.setAttribute('aria-checked', String(b.dataset.kind === kind));
+    says.textContent = f.says;
+    const hello = store.state.hello;
+    const keep = target.value;
+    const options = [];
+    if (f.target === 'gpu') {
+      targetLabel.textContent = 'GPU';
+      for (const g of hello?.topology?.gpus ?? []) options.push([g.id, `GPU ${g.id} (server ${g.server})`]);
+    } else if (f.target === 'link') {
+      targetLabel.textContent = 'link';
+      for (const l of hello?.topology?.ring_links ?? []) {
+        options.push([l.src, `GPU ${l.src} → GPU ${l.dst} (${LINK_WORDS[l.kind] ?? l.kind})`]);
+      }
+    } else {
+      targetLabel.textContent = 'stall';
+      for (const ms of STALL_MS) options.push([ms, `${ms} ms`]);
+    }
+    target.replaceChildren(...options.map(([v, text]) => el('option', { value: String(v), text })));
+    if (options.some(([v]) => String(v) === keep)) target.value = keep;
+    steps.disabled = kind === 'dead';
+    const canControl = hello?.can_control !== false;
+    go.setAttribute('aria-disabled', String(!canControl));
+    go.title = canControl ? 'Inject it from the next step' : NEEDS_PRESENTER.replace('start a new run', 'inject a fault');
+  }
+
+  function inject() {
+    if (store.state.hello?.can_control === false) {
+      overlays.toast(go.title, 'info', 5000);
+      return;
+    }
+    const msg = {
+      type: 'control',
+      action: 'inject_fault',
+      kind,
+      target: Number(target.value),
+      steps: kind === 'dead' ? 1 : Number(steps.value),
+    };
+    if (!send(msg)) overlays.toast('Not connected to the run, so that was not sent', 'error');
+  }
+
+  // The note under the time bar: the faults acting on the step on screen, and those to come.
+  const note = el('ul', { class: 'fault-note', id: 'fault-note', 'aria-live': 'polite', hidden: true });
+  const bar = document.getElementById('timebar');
+  bar?.before(note);
+
+  function renderNote() {
+    const s = store.state;
+    const step = s.lens ? null : s.step;
+    const now = step?.step ?? s.status?.step ?? null;
+    const acting = activeFaults(s.faults, step?.step).filter((f) => f.kind !== 'dead');
+    const coming = (s.faults ?? []).filter((f) => !f.done && now !== null && f.start > now);
+    const rows = [
+      ...acting.map((f) => {
+        const c = faultCost(f, step);
+        return el('li', { 'data-kind': f.kind, class: 'acting' }, el('strong', { text: `Fault: ${c.what}` }), c.cost ? ` — ${c.cost}` : '');
+      }),
+      ...coming.map((f) => {
+        const c = faultCost(f, null);
+        return el('li', { 'data-kind': f.kind, class: 'coming' }, `Step ${fmtInt(f.start)}: ${c.what}`);
+      }),
+    ];
+    note.replaceChildren(...rows);
+    note.hidden = rows.length === 0;
+    document.querySelector('.time-panel')?.classList.toggle('faulted', acting.length > 0);
+  }
+
+  function renderOpen() {
+    const open = store.state.faultsOpen;
+    panel.hidden = !open;
+    button.setAttribute('aria-expanded', String(open));
+    button.setAttribute('aria-pressed', String(open));
+    if (open) renderForm();
+  }
+
+  store.on('hello', () => {
+    renderForm();
+    renderNote();
+  });
+  store.on('snapshot', renderNote);
+  store.on('step', renderNote);
+  store.on('change:faults', renderNote);
+  store.on('change:lens', renderNote);
+  store.on('change:faultsOpen', renderOpen);
+  document.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape' && store.state.faultsOpen) store.set('faultsOpen', false);
+  });
+  store.on('event', (e) => {
+    if (e?.kind === 'fault_injected') overlays.toast(e.message, 'warn', 6000);
+  });
+  renderForm();
+  renderOpen();
+  return {
+    open: () => store.set('faultsOpen', true),
+    close: () => store.set('faultsOpen', false),
+  };
+}

@@ -1,0 +1,42 @@
+// Words the page shows for presenting, following, lesson links and predict-then-reveal,
+// kept in one table so they can be put into other languages later. `word(key, values)`
+// fills {name} placeholders. `?lang=xx` picks a table when there is one; any other value
+// (or none) keeps English, so a link with a language the page does not have still opens.
+
+const TABLES = {
+  en: {
+    present: 'Present',
+    presentTitle: 'Lead the room: every other open page follows what this page shows',
+    stopPresenting: 'Stop presenting',
+    presenting: 'Presenting',
+    followers: '{n} following',
+    followersOne: '1 following',
+    joinAt: 'Join at',
+    joinHide: 'hide the code',
+    joinShow: 'join code',
+    joinAlt: 'QR code for the join link {url}',
+    copyLink: 'Copy link to this view',
+    copied: 'Link copied: {url}',
+    copyFailed: 'Copy this link: {url}',
+    following: 'Following the presenter',
+    followingHint: 'any key or drag: explore on your own',
+    away: 'Exploring on your own',
+    rejoin: 'Follow again (J)',
+    presenterLeft: 'The presenter stopped presenting',
+    tookOver: 'Another page is presenting now; this page follows it',
+    predict: 'Predict first',
+    predictHint: 'next press shows the answer',
+    answer: 'Answer',
+    stepWords:
+      'Step {step}: {gpus} GPUs each guessed the next words for their slice of the batch and worked back to their nudges; the ring averaged them in {ring_passes} passes, {ring_bytes} sent by each GPU. Loss now {loss}. The model bets on "{top_word}" after "Once upon a" ({top_p}).',
+  },
+};
+
+const params = typeof window !== 'undefined' ? new URLSearchParams(window.location.search) : null;
+const asked = (params?.get('lang') || '').toLowerCase().slice(0, 8);
+export const lang = Object.hasOwn(TABLES, asked) ? asked : 'en';
+
+export function word(key, values = {}) {
+  const text = TABLES[lang][key] ?? TABLES.en[key] ?? key;
+  return text.replace(/\{(\w+)\}/g, (m, name) => (name in values ? String(values[name]) : m));
+}

@@ -1,0 +1,205 @@
+"""One presenter page and three followers in a real browser, on a public server: the presenter
+(with the token) starts the tour, advances twice, opens the memory lab and types 405B; within
+a second every follower shows the same stop, view and lab inputs. A follower breaks away and
+rejoins, a late page lands on the current stop, and a follower's control attempt is refused
+with a clear error."""
+
+from __future__ import annotations
+
+TOKEN = "presenter-t0ken-14"
+CHROMIUM = "/usr/bin/chromium"
+VIEW = {"width": 800, "height": 600}
+STATE = (
+    "JSON.stringify({stop: trainingRun.tourStop, active: trainingRun.tourActive, view:"
+    " trainingRun.view, following: trainingRun.following, presenting: trainingRun.presenting,"
+    " followers: trainingRun.followers, lab: window.trainingRunLabs && trainingRunLabs.open,"
+    " focus: document.activeElement && document.activeElement.id,"
+    " params: window.trainingRunLabs && trainingRunLabs.memory && trainingRunLabs.memory.params})"
+)
+READY = "window.trainingRun && window.trainingRun.runId && window.trainingRun.tourLength > 0"
+
+
+def wait(page, expr: str, timeout: float = 30_000) -> None:
+    """Wait for `expr` on a busy machine; say where the page was if it never comes true."""
+    try:
+        page.wait_for_function(expr, timeout=timeout)
+    except Exception as exc:
+        errors = getattr(page, "errors_seen", [])
+        raise AssertionError(f"{expr} never came true: {page.evaluate(STATE)} {errors}") from exc
+
+
+def _same_as(stop: int, view: int, params: str) -> str:
+    return (
+        f"window.trainingRun.following && window.trainingRun.tourActive"
+        f" && window.trainingRun.tourStop === {stop} && window.trainingRun.view === {view}"
+        f" && window.trainingRunLabs && window.trainingRunLabs.open === 'memory'"
+        f" && window.trainingRunLabs.memory.params === '{params}'"
+        f" && document.getElementById('mem-params').value === '{params}'"
+    )
+
+
+def test_the_room_follows_the_presenter(browser, tmp_path, web) -> None:
+    srv = web.ServerProcess(
+        tmp_path / "run", None, *web.SMALL, "--speed", "lesson", "--public", "--token", TOKEN
+    )
+    srv.start(fresh=True)
+    flat = None
+    try:
+        lead = web.open_page(browser, srv.url, f"?token={TOKEN}&present", viewport=VIEW)
+        p = lead.page
+        wait(p, READY)
+        # The presenter draws the 3D scene; the followers (and the late page) are laptops
+        # without WebGL, which follow all the same (and keep this test light on a busy machine).
+        flat = browser.browser_type.launch(
+            executable_path=CHROMIUM, headless=True, args=["--disable-3d-apis", "--mute-audio"]
+        )
+        followers = [web.open_page(flat, srv.url, "", viewport=VIEW) for _ in range(3)]
+        for f in followers:
+            f.page.errors_seen = f.errors
+            wait(f.page, READY)
+        wait(p, "window.trainingRun.presenting")
+        wait(p, "window.trainingRun.followers === 3")
+        assert p.locator(".present-count").inner_text() == "3 following"
+        assert p.locator(".join-qr").is_visible() and p.locator(".join-url").inner_text()
+        for f in followers:
+            wait(f.page, "window.trainingRun.following")
+            assert f.page.locator("#follow-badge").is_visible()
+            assert "Following the presenter" in f.page.locator("#follow-badge").inner_text()
+
+        # The presenter starts the tour, advances twice, opens the memory lab, types 405B.
+        p.keyboard.press("t")
+        p.keyboard.press("PageDown")
+        p.keyboard.press("PageDown")
+        p.keyboard.press("m")
+        p.wait_for_selector("#mem-params", state="visible")
+        p.fill("#mem-params", "405B")
+        p.press("#mem-params", "Enter")
+        stop, view = web.tr(p, "tourStop"), web.tr(p, "view")
+        assert stop == 2 and web.tr(p, "tourActive")
+        for f in followers:
+            f.page.wait_for_function(_same_as(stop, view, "405B"), timeout=15_000)
+
+        def first(entries: list[dict]) -> int | None:
+            for a in entries:
+                parts = a["parts"]
+                if (
+                    parts["tour"]["stop"] == stop
+                    and parts["view"]["view"] == view
+                    and parts["lab"].get("params") == "405B"
+                ):
+                    return a["at"]
+            return None
+
+        # By the pages' own clocks (one machine, one clock): the presenter's page sent this
+        # view at `moved`; every follower showed it within a second of that.
+        moved = first(p.evaluate("window.trainingRunPresenter.sent"))
+        assert moved is not None
+        for f in followers:
+            shown = first(f.page.evaluate("window.trainingRunPresenter.applied"))
+            assert shown is not None and shown - moved < 1000, (shown, moved)
+
+        # One follower breaks away (any key) and explores; the others keep following.
+        away = followers[0].page
+        away.keyboard.press("ArrowLeft")
+        wait(away, "!window.trainingRun.following")
+        assert "Exploring on your own" in away.locator("#follow-badge").inner_text()
+        wait(p, "window.trainingRun.followers === 2")
+        p.locator("#lab-memory .lab-close").click()  # the lab closes ...
+        wait(p, "!window.trainingRunLabs.open")
+        p.keyboard.press("PageDown")  # ... then the next stop
+        wait(p, f"window.trainingRun.tourStop === {stop + 1}")
+        for f in followers[1:]:
+            wait(f.page, f"window.trainingRun.tourStop === {stop + 1}")
+        assert web.tr(away, "tourStop") == stop  # it stayed where it was
+        # ... and rejoins with one click.
+        away.locator("#follow-badge .rejoin").click()
+        wait(away, f"window.trainingRun.following && window.trainingRun.tourStop === {stop + 1}")
+        wait(p, "window.trainingRun.followers === 3")
+
+        # A page that joins late lands on the current stop.
+        late = web.open_page(flat, srv.url, "", viewport=VIEW)
+        landed = f"window.trainingRun.following && window.trainingRun.tourStop === {stop + 1}"
+        wait(late.page, landed)
+        wait(p, "window.trainingRun.followers === 4")
+
+        # A follower's control attempt (P: pause) is refused with a clear error.
+        f = followers[1].page
+        f.keyboard.press("p")
+        toast = f.locator(".toast", has_text="Not done")
+        toast.first.wait_for(timeout=5_000)
+        assert "presenter token" in toast.first.inner_text()
+        assert web.tr(p, "runState") != "paused"
+
+        for w in [lead, late, *followers]:
+            assert w.errors == [], w.errors
+            w.page.context.close()
+    finally:
+        if flat is not None:
+            flat.close()
+        srv.stop()
+
+
+CONTRAST = """
+(sel) => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const over = (top, under) => {
+    const a = top.length > 3 ? top[3] : 1;
+    return [0, 1, 2].map((i) => top[i] * a + under[i] * (1 - a));
+  };
+  const node = document.querySelector(sel);
+  let bg = rgb(getComputedStyle(document.body).backgroundColor);
+  if (bg.length > 3 && bg[3] === 0) bg = [0, 0, 0];
+  const chain = [];
+  for (let n = node; n && n !== document.body; n = n.parentElement) chain.unshift(n);
+  for (const n of chain) {
+    const c = rgb(getComputedStyle(n).backgroundColor);
+    if (c.length && !(c.length > 3 && c[3] === 0)) bg = over(c, bg);
+  }
+  const fg = over(rgb(getComputedStyle(node).color), bg);
+  const [hi, lo] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+}
+"""
+
+
+def test_badge_and_presenter_bar_read_well_in_both_themes_and_by_screen_reader(
+    browser, server, web
+) -> None:
+    flat = browser.browser_type.launch(
+        executable_path=CHROMIUM, headless=True, args=["--disable-3d-apis", "--mute-audio"]
+    )
+    try:
+        lead = web.open_page(flat, server.url, "?present", viewport=VIEW).page
+        wait(lead, "window.trainingRun.presenting")
+        fol = web.open_page(flat, server.url, "", viewport=VIEW).page
+        wait(fol, "window.trainingRun.following")
+        wait(lead, "window.trainingRun.followers >= 1")
+        for theme in ("default", "projector"):
+            if theme == "projector":
+                # (at 800 px the toolbar folds it into its menu: press it where it is)
+                lead.evaluate(
+                    "[...document.querySelectorAll('#toolbar button')]"
+                    ".find((b) => b.textContent.trim() === 'projector').click()"
+                )
+                wait(fol, "window.trainingRun.projector === true")  # it follows the theme too
+            for page, sel in ((fol, ".follow-text"), (lead, ".present-count"), (lead, ".join-url")):
+                ratio = page.evaluate(CONTRAST, sel)
+                assert ratio >= 4.5, (theme, sel, ratio)
+        # Keyboard: the presenter's buttons take the focus, and it shows.
+        lead.keyboard.press("Shift")  # the last thing done was a key, as a keyboard user's
+        lead.locator(".copy-link").focus()
+        outline = lead.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+        assert outline != "none"
+        # Each step in words for screen readers, with the live run's numbers.
+        fol.wait_for_function("document.getElementById('step-words').textContent.length > 0")
+        said = fol.evaluate("document.getElementById('step-words').textContent")
+        gpus = web.tr(fol, "gpus")
+        assert said.startswith("Step ") and f"{gpus} GPUs" in said
+        assert f"{2 * (gpus - 1)} passes" in said
+        assert fol.evaluate("document.getElementById('stage').getAttribute('aria-describedby')")
+    finally:
+        flat.close()

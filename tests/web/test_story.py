@@ -1,0 +1,241 @@
+"""The "One GPU" story: its chapters as data (every run one the engine can plan), the route
+that serves them with the memory lab's full-size figures and the side copies' drift, and a
+real browser walking every chapter forward and back on a live server.
+
+The walk checks, at every chapter: no console errors, no caption with an unfilled
+placeholder, the chapter's run is the live one (window.trainingRun.plan); and the chapters
+that make a point: the out-of-memory walls overflow, the expert split lowers memory per GPU,
+the "what if" copies differ while the averaged ones are equal, and back-to-back microbatches
+shrink the measured bubble. A 1920x1080 screenshot of every chapter is written to
+$STORY_SHOTS (or the test's tmp folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from app.engine.config import RunConfig
+from app.engine.plan import plan_problems
+from app.paths import SCENES_DIR
+from app.routes import story as story_routes
+
+STORY = json.loads((SCENES_DIR / "stories" / "one-gpu.json").read_text())
+# The seed's chapters, in its order.
+SEED_ORDER = [
+    "field", "cores", "walls", "layers", "next-token", "guess", "gradients", "step",
+    "microbatches", "train", "slow", "new-run", "second-gpu", "what-if", "together", "bigger",
+    "oom", "inside-layer", "split", "tokens-travel", "stages", "hand-up", "back-to-back",
+    "deeper", "wider", "one-step", "copies", "again", "gpu-1",
+]  # fmt: skip
+# The story's model on one GPU; a batch of 64 shares out evenly on 1, 2, 4 and 64 GPUs.
+SERVE = (
+    "--gpus", "1", "--servers", "1", "--layers", "4", "--experts", "16", "--microbatches", "2",
+    "--batch-size", "64", "--speed", "max", "--checkpoint-every", "0", "--rest-after", "0",
+)  # fmt: skip
+WAIT_MS = 240_000  # a reset plus a step of the 64-GPU team, on a busy 2-core machine
+
+
+# ---- the chapters as data, and the route --------------------------------------------------
+
+
+def test_chapters_follow_the_seed_and_every_module_exists() -> None:
+    assert [c["id"] for c in STORY["chapters"]] == SEED_ORDER
+    root = Path(story_routes.__file__).resolve().parents[2] / "static" / "js" / "story"
+    for ch in STORY["chapters"]:
+        if ch.get("module"):
+            assert (root / f"{ch['module']}.js").is_file(), ch["module"]
+    # The seed's buttons, each a chapter's "do it".
+    labels = [c["do"]["label"] for c in STORY["chapters"] if c.get("do")]
+    assert labels == [
+        "Train it to step 1,000", "Copy the model onto a second GPU", "See if four more layers fit",
+        "Give each GPU half the experts", "Run it for many more steps",
+    ]  # fmt: skip
+
+
+def test_every_run_is_a_plan_the_engine_accepts() -> None:
+    runs = STORY["runs"]
+    want = {"one": 1, "dp2": 2, "ep2": 2, "pp4": 4, "pp4mb": 4, "team64": 64}
+    assert {k: r["gpus"] for k, r in runs.items()} == want
+    assert runs["team64"]["pp"] == 8 and runs["team64"]["ep"] == 8
+    for run in runs.values():
+        cfg = RunConfig().with_(**run, batch_size=64)
+        fields = ("gpus", "servers", "n_layer", "n_head", "n_embd", "batch_size", "tp", "pp")
+        fields += ("ep", "microbatches", "schedule", "experts", "top_k")
+        assert plan_problems(**{f: getattr(cfg, f) for f in fields}) == []
+
+
+@pytest.fixture(scope="module")
+def client() -> TestClient:
+    app = FastAPI()
+    app.include_router(story_routes.router)
+    return TestClient(app)
+
+
+def test_story_route_serves_chapters_and_full_size_figures(client: TestClient) -> None:
+    r = client.get("/api/stories/one-gpu")
+    assert r.status_code == 200
+    body = r.json()
+    assert len(body["chapters"]) == len(SEED_ORDER)
+    f = body["figures"]
+    assert f["bytes_per_weight"] == 18 and f["weight_grad_bytes"] + f["optimizer_bytes"] == 18
+    assert f["layers4"]["fraction"] < 1 < f["layers8"]["fraction"]  # four fit, eight do not
+    assert f["layers8"]["bytes"] == pytest.approx(18 * f["layers8"]["params"])
+    assert 0.5 < f["expert_share"] < 1  # most of a layer's weights are in its experts
+
+
+def test_story_route_refuses_bad_input(client: TestClient) -> None:
+    assert client.get("/api/stories/two-gpus").status_code == 404
+    assert client.get("/api/stories/one-gpu/drift?steps=0").status_code == 422
+    assert client.get("/api/stories/one-gpu/drift?steps=99").status_code == 422
+
+
+def test_a_broken_story_is_named(tmp_path, monkeypatch) -> None:
+    bad = json.loads(json.dumps(STORY))
+    bad["runs"]["ep2"]["ep"] = 3  # 3 does not divide 16 experts nor 2 copies
+    (tmp_path / "one-gpu.json").write_text(json.dumps(bad))
+    monkeypatch.setattr(story_routes, "STORIES_DIR", tmp_path)
+    with pytest.raises(ValueError, match="run 'ep2'"):
+        story_routes.load_story("one-gpu")
+
+
+# ---- the walk, in a real browser ----------------------------------------------------------
+
+
+@pytest.fixture
+def story_server(tmp_path: Path, web):
+    srv = web.ServerProcess(tmp_path / "run", None, *SERVE)
+    srv.start(fresh=True, timeout=120)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def shots_dir(tmp_path: Path) -> Path:
+    out = Path(os.environ.get("STORY_SHOTS") or tmp_path / "story")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def story(page) -> dict:
+    return page.evaluate("window.trainingRun.story")
+
+
+def plan_is(plan: dict, cfg_gpus: int, run: dict) -> bool:
+    keys = ("tp", "pp", "ep", "microbatches", "experts", "top_k")
+    return cfg_gpus == run["gpus"] and all(plan[k] == run[k] for k in keys)
+
+
+def check_chapter(page, n: int, watch) -> dict:
+    page.wait_for_function(f"window.trainingRun.story.chapter === {n}")
+    page.wait_for_function("window.trainingRun.story.ready", timeout=WAIT_MS)
+    s = story(page)
+    ch = STORY["chapters"][n - 1]
+    assert s["chapterId"] == ch["id"]
+    for text in (s["caption"], s["title"]):
+        assert not re.search(r"\{\w+\}", text), text
+        # '…' waits for a number, a lone '–' is one the page does not know (ranges like
+        # "1–8" are fine).
+        assert "…" not in text and "NaN" not in text, text
+        assert not re.search(r"(?<!\d)–(?!\d)", text), text
+    run = STORY["runs"][ch["run"]]
+    assert plan_is(
+        page.evaluate("window.trainingRun.plan"), page.evaluate("window.trainingRun.gpus"), run
+    )
+    assert s["liveRun"] == ch["run"]
+    assert watch.errors == [], watch.errors
+    return s
+
+
+def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, web) -> None:
+    shots = shots_dir(tmp_path)
+    watch = web.open_page(
+        browser, story_server.url, "?story=one-gpu&chapter=1", reduced_motion="reduce"
+    )
+    page = watch.page
+    page.set_default_timeout(120_000)
+    page.wait_for_function("window.trainingRun.stageReady")
+    n_chapters = len(STORY["chapters"])
+    assert story(page)["chapters"] == n_chapters
+    seen: dict[str, dict] = {}
+    for n in range(1, n_chapters + 1):
+        if n > 1:
+            page.keyboard.press("PageDown")
+        s = check_chapter(page, n, watch)
+        cid = s["chapterId"]
+        if cid in ("what-if", "together"):
+            page.wait_for_function("window.trainingRun.story.figure !== null", timeout=WAIT_MS)
+        elif cid == "bigger":
+            page.wait_for_function("window.trainingRun.story.figure !== null")
+            assert story(page)["figure"]["overflow"] is False
+            page.keyboard.press(" ")  # "See if four more layers fit"
+            page.wait_for_function("window.trainingRun.story.figure.overflow === true")
+        elif cid in ("split", "back-to-back"):
+            page.wait_for_function("window.trainingRun.story.figure !== null")
+        seen[cid] = story(page)
+        page.screenshot(path=str(shots / f"{n:02d}-{cid}.png"), timeout=120_000)
+        assert page.evaluate("new URL(location.href).searchParams.get('chapter')") == str(n)
+
+    # The out-of-memory chapter: the walls overflow, in weights + gradients and optimizer.
+    oom = seen["oom"]["figure"]
+    assert oom["overflow"] is True and oom["fraction"] > 1
+    # The expert split: less memory per GPU than the chapter before it, from the accounts.
+    split = seen["split"]["figure"]
+    assert split["before"] and split["now"] and split["now"] < split["before"]
+    # What if: apart, the copies' weights differ; together, they are equal.
+    drift = seen["together"]["drift"]
+    assert drift["apart"]["identical"] is False and drift["apart"]["differing"] > 0
+    assert drift["apart"]["weights"][0] != drift["apart"]["weights"][1]
+    assert drift["together"]["identical"] is True
+    assert drift["together"]["weights"][0] == drift["together"]["weights"][1]
+    # The pipeline: back-to-back microbatches shrink the measured bubble.
+    bubble = seen["back-to-back"]["figure"]
+    assert 0 < bubble["bubble"] < bubble["before"]
+    # Data parallelism: each of two GPUs reads half the text one GPU read.
+    memo = seen["together"]["memo"]
+    assert memo["dp2"]["tokens_per_gpu"] * 2 == memo["one"]["tokens_per_gpu"]
+
+    # ... and back, chapter by chapter, each on its own run again.
+    for n in range(n_chapters - 1, 0, -1):
+        page.keyboard.press("PageUp")
+        check_chapter(page, n, watch)
+    page.keyboard.press("Escape")
+    page.wait_for_function("window.trainingRun.story.chapter === null")
+    assert "story=" not in page.url
+    assert watch.errors == [], watch.errors
+
+
+def test_a_viewer_without_rights_follows_the_run(browser, tmp_path, web) -> None:
+    token = "story-presenter-7"
+    srv = web.ServerProcess(tmp_path / "run", None, "--gpus", "1", "--servers", "1", "--public",
+                            "--token", token, "--speed", "max", "--rest-after", "0")  # fmt: skip
+    srv.start(fresh=True, timeout=120)
+    try:
+        watch = web.open_page(
+            browser, srv.url, "?story=one-gpu&chapter=13", viewport={"width": 1024, "height": 768}
+        )
+        page = watch.page
+        page.wait_for_function(
+            "window.trainingRun.story.chapter === 13 && window.trainingRun.step > 0",
+            timeout=120_000,
+        )
+        run_id = page.evaluate("window.trainingRun.runId")
+        s = story(page)
+        assert s["run"] == "dp2" and s["liveRun"] != "dp2"
+        assert "You follow the run" in s["note"] and s["pending"] is None
+        page.keyboard.press(" ")  # "Copy the model onto a second GPU": not this viewer's to do
+        page.wait_for_function("window.trainingRun.story.note.includes('Only the presenter')")
+        page.wait_for_timeout(1500)
+        assert page.evaluate("window.trainingRun.runId") == run_id
+        assert page.evaluate("window.trainingRun.gpus") == 1
+        assert watch.errors == [], watch.errors
+        page.screenshot(path=str(shots_dir(tmp_path) / "viewer-1024.png"), timeout=120_000)
+    finally:
+        srv.stop()
