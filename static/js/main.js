@@ -12,6 +12,7 @@ import { mountChart } from './ui/chart.js';
 import { mountHelp, mountHowBig } from './ui/help.js';
 import { mountFaults } from './ui/faults.js';
 import { mountHud } from './ui/hud.js';
+import { keepBelowTopBar, keepClear } from './ui/clear.js';
 import { mountKeys } from './ui/keys.js';
 import { mountLabels } from './ui/labels.js';
 import { rememberProbe } from './ui/live.js';
@@ -107,6 +108,8 @@ function main() {
   // Seven labels pile up on a phone's narrow scene: they start off there (L brings them back).
   if (window.matchMedia?.(PHONE).matches) store.set('labels', false);
   mountHud(store);
+  keepClear('.time-panel', '.chart-panel');
+  keepBelowTopBar();
   mountAttach(store); // an attached real job: waiting box, "measured on your cluster"
   mountProbe(store);
   mountRewind(store); // drag back through the recorded run while the live one goes on

@@ -139,6 +139,9 @@ def test_every_stop_has_more_and_every_card_says_what_and_why(page_at, server, w
         assert stop.get("more"), f"stop {k + 1} has no more"
         state = press(page, "t" if k == 0 else "PageDown")
         assert state["stop"] == k
+        if stop.get("ask"):
+            # Predict, then reveal: the next press shows the answer on the same stop.
+            assert press(page, "PageDown")["stop"] == k
         assert press(page, "i")["more"] is True
         text = page.locator("#tour-more-text").inner_text()
         assert text.startswith(stop["more"].split("{")[0].strip()), (k, text)
