@@ -45,6 +45,8 @@ def size_name(vp: dict) -> str:
 
 def open_lab(page, web, key: str, name: str) -> None:
     web.wait_stage(page)
+    # The labs mount beside the stage; a key pressed before they are there opens nothing.
+    page.wait_for_function("window.trainingRunLabs !== undefined")
     page.keyboard.press(key)
     page.wait_for_selector(f"#lab-{name}:not([hidden])")
 
