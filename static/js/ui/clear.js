@@ -4,6 +4,8 @@
 // does not fit scrolls inside the panel.
 
 const GAP = 12;
+// Every panel kept clear, re-fitted at once when the top bar moves the panels down.
+const fitters = new Set();
 
 export function keepClear(upperSel, lowerSel) {
   const upper = document.querySelector(upperSel);
@@ -27,6 +29,10 @@ export function keepClear(upperSel, lowerSel) {
   const later = () => {
     if (!queued) queued = requestAnimationFrame(fit);
   };
+  fitters.add(fit);
+  // A safety net for moves no observer reports (a panel's top changing with the page's
+  // layout): check again every second; it is two rectangles.
+  const timer = setInterval(later, 1000);
   const watcher = typeof ResizeObserver === 'function' ? new ResizeObserver(later) : null;
   watcher?.observe(upper);
   watcher?.observe(lower);
@@ -38,6 +44,8 @@ export function keepClear(upperSel, lowerSel) {
   projector.observe(document.body, { attributes: true, attributeFilter: ['class', 'style'] });
   later();
   return () => {
+    fitters.delete(fit);
+    clearInterval(timer);
     watcher?.disconnect();
     projector.disconnect();
     window.removeEventListener('resize', later);
@@ -54,6 +62,7 @@ export function keepBelowTopBar() {
     queued = 0;
     const bottom = bar.getBoundingClientRect().bottom;
     document.body.style.setProperty('--p-head', `max(108px, 7.5vw, ${Math.ceil(bottom + 10)}px)`);
+    for (const f of fitters) f(); // the panels below moved with it
   }
   const later = () => {
     if (!queued) queued = requestAnimationFrame(fit);
