@@ -288,7 +288,6 @@ def _choose_backend(parser: argparse.ArgumentParser, settings: Settings) -> None
 
 
 def serve_main(argv: list[str] | None = None) -> int:
-    import uvicorn
 
     settings = settings_from_args(list(sys.argv[1:] if argv is None else argv))
     # The worker process inherits these and computes with that backend (worker.worker_main).
@@ -316,6 +315,13 @@ def serve_main(argv: list[str] | None = None) -> int:
             f"(this machine is {socket.gethostname()!r})",
             flush=True,
         )
+    return run_server(app, settings, url)
+
+
+def run_server(app, settings, url: str) -> int:
+    """Open the page if asked, then serve `app` until Ctrl+C (serve and watch share this)."""
+    import uvicorn
+
     if settings.open_browser:
         threading.Timer(1.5, webbrowser.open, args=(url,)).start()
     config = uvicorn.Config(

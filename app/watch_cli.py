@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
-import webbrowser
 
 from pydantic import ValidationError
 
 from app.cli import CommandParser
 from app.security import Guard
-from app.serve_cli import LOG_LEVELS
-from app.server import WS_MAX_SIZE, create_app
+from app.serve_cli import LOG_LEVELS, run_server
+from app.server import create_app
 from app.settings import Settings
 
 DEFAULT_RUN_DIR = "runs/watch"
@@ -75,7 +73,6 @@ def settings_from_args(argv: list[str]) -> Settings:
 
 
 def watch_main(argv: list[str] | None = None) -> int:
-    import uvicorn
 
     settings = settings_from_args(list(sys.argv[1:] if argv is None else argv))
     app = create_app(settings, watch=True)
@@ -89,19 +86,4 @@ def watch_main(argv: list[str] | None = None) -> int:
     )
     if guard.public:
         print(f"Not loopback-only: reporters need token={guard.token} (or TRAININGRUN_TOKEN)")
-    if settings.open_browser:
-        threading.Timer(1.5, webbrowser.open, args=(url + "/",)).start()
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        ws_max_size=WS_MAX_SIZE,
-        ws_per_message_deflate=False,
-        timeout_graceful_shutdown=5,
-    )
-    try:
-        uvicorn.Server(config).run()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return run_server(app, settings, url + "/")
