@@ -239,3 +239,60 @@ def test_a_viewer_without_rights_follows_the_run(browser, tmp_path, web) -> None
         page.screenshot(path=str(shots_dir(tmp_path) / "viewer-1024.png"), timeout=120_000)
     finally:
         srv.stop()
+
+
+
+def test_a_story_opened_before_the_hello_waits_to_learn_its_rights(browser, tmp_path, web) -> None:
+    """The story loads before the server's hello says who may change the run: it must not
+    send a reset in the meantime (the server would refuse a viewer's), only decide once the
+    hello is in. The server's first messages are held back to make that order certain."""
+    srv = web.ServerProcess(tmp_path / "run", None, "--gpus", "1", "--servers", "1", "--public",
+                            "--token", "story-presenter-8", "--speed", "max", "--rest-after", "0")  # fmt: skip
+    srv.start(fresh=True, timeout=120)
+    link: dict = {"ws": None, "held": [], "pass": False}
+    sent: list[str] = []
+    try:
+        ctx = browser.new_context(viewport={"width": 1024, "height": 768})
+        page = ctx.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+
+        def route(ws) -> None:
+            server = ws.connect_to_server()
+            link["ws"] = ws
+
+            def from_server(msg) -> None:
+                if link["pass"]:
+                    ws.send(msg)
+                else:
+                    link["held"].append(msg)
+
+            def from_page(msg) -> None:
+                sent.append(str(msg))
+                server.send(msg)
+
+            server.on_message(from_server)
+            ws.on_message(from_page)
+
+        page.route_web_socket(re.compile(r"/ws"), route)
+        page.goto(f"{srv.url}/?story=one-gpu&chapter=13")
+        page.wait_for_function("window.trainingRun && window.trainingRun.story.chapter === 13")
+        page.wait_for_timeout(1500)  # the chapter has had every chance to ask for its run
+        assert link["held"], "the server's hello was not held back"
+        assert not any("reset" in m for m in sent), sent
+        assert "Connecting" in story(page)["note"]
+
+        link["pass"] = True
+        for msg in link["held"]:
+            link["ws"].send(msg)
+        link["held"].clear()
+        page.wait_for_function("window.trainingRun.step > 0", timeout=120_000)
+        page.wait_for_timeout(1000)
+        s = story(page)
+        assert "You follow the run" in s["note"], s["note"]
+        assert s["pending"] is None
+        assert not any("reset" in m for m in sent), sent
+        assert errors == [], errors
+        ctx.close()
+    finally:
+        srv.stop()

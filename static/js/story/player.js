@@ -60,6 +60,7 @@ export function mountStory(store, { getStage, actions, labels }) {
   let entering = 0; // bumps on every chapter change, so a late module load is dropped
   let pending = null; // {key, runId}: a reset sent for this run key, its hello not here yet
   let refused = '';
+  let deferred = null; // {fresh}: a run asked for before the hello said who may change it
   let drift = null;
   const memo = {}; // per run key: what the run measured while it was live {memory, sim_step, bubble}
   const modules = new Map();
@@ -95,6 +96,12 @@ export function mountStory(store, { getStage, actions, labels }) {
     const ch = chapter();
     const run = want();
     if (!ch || !run) return;
+    if (!store.state.hello) {
+      // Rights are not known before the server's hello: decide when it comes.
+      deferred = { fresh: fresh || Boolean(deferred?.fresh) };
+      return;
+    }
+    deferred = null;
     const live = runMatches(store.state.hello, run);
     if (live && !fresh) {
       if (pending?.key === ch.run) pending = null;
@@ -109,6 +116,7 @@ export function mountStory(store, { getStage, actions, labels }) {
 
   store.on('hello', (msg) => {
     if (pending && msg.run_id !== pending.runId && runMatches(msg, story?.runs[pending.key])) pending = null;
+    if (active && deferred) ensureRun(deferred);
     if (active) render();
   });
   store.on('error', (msg) => {
@@ -127,6 +135,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     const ch = chapter();
     if (!ch) return '';
     if (refused) return `The run could not be changed for this chapter: ${refused}`;
+    if (!store.state.hello) return 'Connecting to the run…';
     if (runMatches(store.state.hello, want())) return '';
     if (!canControl()) return 'You follow the run: only the presenter can change it, so this chapter shows what the run is doing now.';
     return 'Starting the run this chapter needs…';
@@ -313,6 +322,7 @@ export function mountStory(store, { getStage, actions, labels }) {
   function close() {
     if (!active) return;
     active = false;
+    deferred = null;
     entering += 1;
     try {
       chapterModule?.leave?.();
