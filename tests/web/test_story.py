@@ -241,13 +241,12 @@ def test_a_viewer_without_rights_follows_the_run(browser, tmp_path, web) -> None
         srv.stop()
 
 
-
 def test_a_story_opened_before_the_hello_waits_to_learn_its_rights(browser, tmp_path, web) -> None:
     """The story loads before the server's hello says who may change the run: it must not
     send a reset in the meantime (the server would refuse a viewer's), only decide once the
     hello is in. The server's first messages are held back to make that order certain."""
-    srv = web.ServerProcess(tmp_path / "run", None, "--gpus", "1", "--servers", "1", "--public",
-                            "--token", "story-presenter-8", "--speed", "max", "--rest-after", "0")  # fmt: skip
+    args = ("--gpus", "1", "--servers", "1", "--public", "--token", "story-presenter-8")
+    srv = web.ServerProcess(tmp_path / "run", None, *args, "--speed", "max", "--rest-after", "0")
     srv.start(fresh=True, timeout=120)
     link: dict = {"ws": None, "held": [], "pass": False}
     sent: list[str] = []
