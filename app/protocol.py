@@ -192,11 +192,22 @@ class ProbeTokenMsg(_Out):
     p: float
 
 
+class ProbeRouteMsg(_Out):
+    """Where one MoE layer's router sent the prompt's last token, live."""
+
+    layer: int = Field(description="0-based layer")
+    experts: list[int] = Field(description="the top_k experts chosen (0-based), highest gate first")
+    gates: list[float] = Field(description="their gates, renormalised over the chosen: sum 1")
+
+
 class ProbeMsg(_Out):
     prompt: str
     top: list[ProbeTokenMsg]
     weights: list[float]
     weights_name: str
+    route: list[ProbeRouteMsg] | None = Field(
+        default=None, description="a model with experts: each layer's routing of the last token"
+    )
 
 
 class PlanStatsMsg(_Out):

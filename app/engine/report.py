@@ -100,11 +100,21 @@ class ProbeToken:
 
 
 @dataclass
+class ProbeRoute:
+    """Where one layer's router sent the prompt's last token ("a" of "Once upon a")."""
+
+    layer: int  # 0-based
+    experts: list[int]  # the top_k experts chosen, 0-based, highest gate first
+    gates: list[float]  # their gates (renormalised over the chosen ones: they sum to 1)
+
+
+@dataclass
 class Probe:
     prompt: str  # "Once upon a"
     top: list[ProbeToken]  # top 5, highest first
     weights: list[float]  # 16 sampled weights
     weights_name: str  # which tensor they are from, e.g. "layers.0.mlp.w1"
+    route: list[ProbeRoute] | None = None  # a model with experts: each layer's choice
 
 
 @dataclass

@@ -507,12 +507,26 @@ class Stage:
     # ------------------------------------------------------------------ helpers
     def logits_last(self, P: dict[str, Array], idx: Array) -> Array:
         """Next-token logits (V,) after the 1-D token ids idx, on a whole model (one row)."""
+        return self.probe_last(P, idx)[0]
+
+    def probe_last(
+        self, P: dict[str, Array], idx: Array
+    ) -> tuple[Array, list[tuple[list[int], list[float]]]]:
+        """Next-token logits (V,) after the 1-D token ids idx, on a whole model (one row), and
+        for a model with experts, where each layer's router sent the last token: (the top_k
+        experts chosen, 0-based, and their gates), layer by layer."""
         if not (self.first and self.last and self.R == 1):
             raise ValueError("logits_last needs the whole model on one row")
         idx = xp.asarray(idx)
         n = idx.shape[0]
         _, ctx = self.forward(P, xp.reshape(idx, (1, 1, n)), xp.zeros((1, 1, n), dtype=idx.dtype))
-        return xp.matmul(ctx["hf"][0, -1], P["head"][0])
+        route = []
+        if self.cfg.experts:
+            for saved in ctx["layers"]:
+                sel = to_numpy(saved["sel"])[0, -1]
+                gate = to_numpy(saved["gate"])[0, -1]
+                route.append(([int(e) for e in sel], [float(g) for g in gate]))
+        return xp.matmul(ctx["hf"][0, -1], P["head"][0]), route
 
     @staticmethod
     def held_bytes(ctx: dict[str, Any], R: int) -> np.ndarray:

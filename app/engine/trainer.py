@@ -103,6 +103,7 @@ from .report import (
     LoaderStats,
     PlanStats,
     Probe,
+    ProbeRoute,
     ProbeToken,
     RingSummary,
     StepReport,
@@ -869,10 +870,14 @@ class Trainer:
 
     # ---- looking inside -------------------------------------------------------------------
     def probe(self) -> Probe:
+        route = None
         if self.sharded is not None:
             whole, full = self.sharded.whole_model()
-            logits = np.asarray(whole.logits_last(full, self._prompt_ids), float)
+            logits, chosen = whole.probe_last(full, self._prompt_ids)
+            logits = np.asarray(to_numpy(logits), float)
             weights = np.asarray(full[self.probe_weights_name][0])
+            if chosen:
+                route = [ProbeRoute(layer=i, experts=e, gates=g) for i, (e, g) in enumerate(chosen)]
         else:
             logits = M.logits_last(self.params, self._prompt_ids, self.model_cfg)
             logits = to_numpy(logits).astype(float)
@@ -886,6 +891,7 @@ class Trainer:
             top=[ProbeToken(token=self.vocab[i], p=float(p[i])) for i in top],
             weights=[float(x) for x in w],
             weights_name=self.probe_weights_name,
+            route=route,
         )
 
     def full_params(self) -> dict[str, np.ndarray]:
