@@ -64,7 +64,7 @@ class Chapter(_Strict):
     run: str
     fresh: bool = False
     view: int | None = Field(default=None, ge=0, le=4)
-    part: str | None = None
+    part: str | None = Field(default=None, pattern=r"^([a-z-]+|gpu:[0-9]+)$")
     field: int | None = Field(default=None, ge=8)
     module: str | None = Field(default=None, pattern=r"^[0-9]{2}-[a-z0-9-]+$")
     oom: bool = False

@@ -33,6 +33,7 @@ function initialState() {
     lens: null, // the model lens: null (the live step) or {model, gpus} (what the step would cost)
     lastEvent: null, // the latest event, whatever its kind
     lastProbe: null, // the latest probe (next-word guesses); it rides on only some steps
+    lastProbeStep: null, // the step that probe came from
     rewind: null, // a recorded step on show instead of the live one (ui/rewind.js), or null
     attach: null, // `trainingrun watch`: the latest attach_status (waiting, ranks, dropped)
     slowMotion: false, // a step plays block by block with captions (the stage turns it off when done)

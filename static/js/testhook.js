@@ -166,6 +166,7 @@ export function installTestHook({ store, getStage, actions, labels, tour, story 
     card: () => s().card ?? null,
     fullscreen: () => Boolean(document.fullscreenElement),
     camera: () => ({ ...actions.camera, distance: info()?.distance ?? null }),
+    cameraPose: () => getStage()?.cameraPose?.() ?? null,
     runId: () => s().hello?.run_id ?? null,
     memoryCase: () => (s().memoryCase ? JSON.parse(JSON.stringify(s().memoryCase)) : null),
     placement: () => s().placement ?? 'data',

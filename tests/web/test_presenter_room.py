@@ -68,8 +68,10 @@ def test_the_room_follows_the_presenter(browser, tmp_path, web) -> None:
 
         # The presenter starts the tour, advances twice, opens the memory lab, types 405B.
         p.keyboard.press("t")
-        p.keyboard.press("PageDown")
-        p.keyboard.press("PageDown")
+        wait(p, "window.trainingRun.tourActive && window.trainingRun.tourStop === 0")
+        for n in (1, 2):
+            p.keyboard.press("PageDown")
+            wait(p, f"window.trainingRun.tourStop === {n}")
         p.keyboard.press("m")
         p.wait_for_selector("#mem-params", state="visible")
         p.fill("#mem-params", "405B")
@@ -203,3 +205,44 @@ def test_badge_and_presenter_bar_read_well_in_both_themes_and_by_screen_reader(
         assert fol.evaluate("document.getElementById('stage').getAttribute('aria-describedby')")
     finally:
         flat.close()
+
+
+def test_a_follower_sees_the_presenters_orbit(browser, tmp_path, web) -> None:
+    """The presenter drags the scene round by hand: a follower's camera turns to the same
+    angle; choosing a numbered view again brings the follower back to it as well."""
+    srv = web.ServerProcess(tmp_path / "run", None, *web.SMALL, "--speed", "lesson")
+    srv.start(fresh=True)
+    try:
+        lead = web.open_page(browser, srv.url, "?present", viewport=VIEW).page
+        follow = web.open_page(browser, srv.url, "", viewport=VIEW).page
+        for page in (lead, follow):
+            wait(page, READY + " && window.trainingRun.stageReady")
+        wait(lead, "window.trainingRun.presenting && window.trainingRun.followers === 1")
+        wait(follow, "window.trainingRun.following")
+        assert follow.evaluate("window.trainingRun.cameraPose") is None
+        # Orbit on the presenter's canvas with the mouse.
+        # A point where the canvas itself is under the mouse (labels and panels lie over it).
+        x, y = lead.evaluate(
+            "(() => { for (let y = 300; y < 560; y += 20) for (let x = 160; x < 520; x += 20)"
+            " if (document.elementFromPoint(x, y)?.id === 'stage') return [x, y];"
+            " return [400, 300]; })()"
+        )
+        lead.mouse.move(x, y)
+        lead.mouse.down()
+        for i in range(1, 11):
+            lead.mouse.move(x + 18 * i, y + 4 * i)
+        lead.mouse.up()
+        wait(lead, "window.trainingRun.cameraPose !== null")
+        wait(
+            follow,
+            "(() => { const a = window.trainingRun.cameraPose; if (!a) return false;"
+            f" const b = {lead.evaluate('JSON.stringify(window.trainingRun.cameraPose)')};"
+            " return [0, 1, 2].every((i) => Math.abs(a.position[i] - b.position[i]) < 0.05"
+            " && Math.abs(a.target[i] - b.target[i]) < 0.05); })()",
+            timeout=10_000,
+        )
+        assert follow.evaluate("window.trainingRun.following")  # it followed, it did not leave
+        lead.keyboard.press("2")
+        wait(follow, "window.trainingRun.view === 2 && window.trainingRun.cameraPose === null")
+    finally:
+        srv.stop()

@@ -179,6 +179,25 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
             page.wait_for_function("window.trainingRun.story.figure.overflow === true")
         elif cid in ("split", "back-to-back"):
             page.wait_for_function("window.trainingRun.story.figure !== null")
+        elif cid == "inside-layer":
+            # The experts lit are the live router's choice for the prompt's last word.
+            page.wait_for_function(
+                "(() => { const f = window.trainingRun.story.figure;"
+                " return f && f.route && f.lit.length === f.route.experts.length; })()"
+            )
+            fig = story(page)["figure"]
+            assert sorted(fig["lit"]) == sorted(fig["route"]["experts"])
+            assert abs(sum(fig["route"]["gates"]) - 1) < 1e-6
+        elif cid == "again":
+            # The field re-tones at every tenfold of the live run's steps; the strip marks it.
+            page.wait_for_function(
+                "(() => { const f = window.trainingRun.field, s = window.trainingRun.step;"
+                " const now = document.querySelector('.sf-tone-now small');"
+                " return f.on && s > 0 && f.decade === Math.floor(Math.log10(s)) && now"
+                " && now.textContent === (10 ** f.decade).toLocaleString('en-US'); })()"
+            )
+        elif cid == "gpu-1":
+            page.wait_for_function("window.trainingRun.field.on === false")
         seen[cid] = story(page)
         page.screenshot(path=str(shots / f"{n:02d}-{cid}.png"), timeout=120_000)
         assert page.evaluate("new URL(location.href).searchParams.get('chapter')") == str(n)

@@ -30,8 +30,8 @@ function isTyping(target) {
   return target instanceof Element && Boolean(target.closest('input, textarea, select, [contenteditable]'));
 }
 
-export function mountPresenter({ store, send, actions, overlays, getTour, getLabs }) {
-  const parts = createParts({ store, actions, getTour, getLabs });
+export function mountPresenter({ store, send, actions, overlays, getTour, getLabs, getStage }) {
+  const parts = createParts({ store, actions, getTour, getLabs, getStage });
   const link = readLink();
   applyHide(link.hide);
 

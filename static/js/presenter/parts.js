@@ -14,7 +14,7 @@ function same(a, b) {
   return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 }
 
-export function createParts({ store, actions, getTour, getLabs }) {
+export function createParts({ store, actions, getTour, getLabs, getStage }) {
   const defs = new Map();
   let pending = null; // {parts, since}: parts waiting for the page to be ready for them
   let timer = 0;
@@ -49,6 +49,28 @@ export function createParts({ store, actions, getTour, getLabs }) {
       if (!Number.isInteger(n) || n < 0 || n > 9) return true;
       // A tour stop sets its own view: only a different one is a move of its own.
       if (store.state.view !== n) actions.view(n);
+      return true;
+    },
+  });
+
+  // ---- the camera moved by hand (orbit, zoom): followers see the same angle ----
+  // Flat numbers (a part holds only plain values): where the camera stands (px, py, pz) and
+  // the point it looks at (tx, ty, tz), to the centimetre; {manual: false} at a numbered view.
+  const AXES = ['px', 'py', 'pz', 'tx', 'ty', 'tz'];
+  defs.set('orbit', {
+    read() {
+      const pose = getStage?.()?.cameraPose?.();
+      if (!pose) return { manual: false };
+      const v = [...pose.position, ...pose.target].map((x) => Math.round(x * 100) / 100);
+      return { manual: true, ...Object.fromEntries(AXES.map((k, i) => [k, v[i]])) };
+    },
+    apply(p) {
+      const stage = getStage?.();
+      if (!stage) return p.manual !== true; // the stage is still coming: try again
+      const v = AXES.map((k) => p[k]);
+      if (p.manual === true && v.every(Number.isFinite)) {
+        stage.setCameraPose({ position: v.slice(0, 3), target: v.slice(3) });
+      } else if (stage.cameraPose?.()) actions.view(store.state.view); // back to the numbered view
       return true;
     },
   });

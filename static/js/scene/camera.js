@@ -238,6 +238,17 @@ export function createCameraRig({ canvas, spec, look, requestRender }) {
     get view() {
       return view;
     },
+    /** Whether the camera was moved by hand since the last view was chosen. */
+    get manual() {
+      return manual;
+    },
+    /** Where the camera stands and looks: {position: [x, y, z], target: [x, y, z]}. */
+    pose: () => ({ position: camera.position.toArray(), target: controls.target.toArray() }),
+    /** Move to a pose someone else chose by hand (a presenter's orbit): it counts as by hand. */
+    setPose(pose, seconds = 0.35) {
+      flyTo(pose, seconds);
+      manual = true;
+    },
     /** Distance from the camera to the point it orbits (smaller is closer). */
     get distance() {
       return camera.position.distanceTo(controls.target);

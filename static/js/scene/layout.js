@@ -295,6 +295,16 @@ export function route(lay, src, dst, kind, path = null) {
 }
 
 /** The box framing a set of part ids ("all" = everything) from a layout. */
+/** The box round one GPU (0-based) and its memory wall, to single it out; null if none. */
+export function gpuBox(lay, i) {
+  const g = lay.gpus?.[i];
+  if (!g) return null;
+  return {
+    min: [g.x - 0.5, DIMS.chassisH, g.wall.z - 0.25],
+    max: [g.x + 0.5, DIMS.chassisH + DIMS.wall[1], g.z + 0.5],
+  };
+}
+
 export function frameBox(lay, ids) {
   if (!ids || ids.includes('all')) return lay.all;
   const b = box();

@@ -45,7 +45,7 @@ import * as THREE from 'three';
 import { canvasSize, createCameraRig } from './camera.js';
 import { createFailureStaging } from './failure.js';
 import { createHighlight } from './highlight.js';
-import { layout } from './layout.js';
+import { gpuBox, layout } from './layout.js';
 import { createLoop } from './loop.js';
 import { makePalette } from './palette.js';
 import { createPicker } from './picking.js';
@@ -168,9 +168,12 @@ export function createStage(canvas, { spec, topology, store }) {
     requestRender();
   }
 
+  // A part's id, or `gpu:N` for one GPU and its memory wall (the story's GPU 1 is gpu:0).
   function highlight(id) {
     highlighted = id || null;
-    outline.show(highlighted && look.layout.parts[highlighted], look.palette.text);
+    const one = /^gpu:(\d+)$/.exec(highlighted ?? '');
+    const bounds = one ? gpuBox(look.layout, Number(one[1])) : highlighted && look.layout.parts[highlighted];
+    outline.show(bounds, one ? look.palette.forward : look.palette.text);
     requestRender();
   }
 
@@ -253,6 +256,10 @@ export function createStage(canvas, { spec, topology, store }) {
     },
     fieldInfo: () => scale.info(),
     pickField: (x, y) => scale.pick(x, y),
+    // The camera moved by hand (an orbit, a zoom), for a presenter's room to follow; null
+    // while it stands at a numbered view or the scale field shows.
+    cameraPose: () => (rig.manual && !scale.on ? rig.pose() : null),
+    setCameraPose: (pose) => rig.setPose(pose),
     rebuild(newTopology) {
       if (newTopology) topo = newTopology;
       build();

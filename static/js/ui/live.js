@@ -88,11 +88,13 @@ export function rememberProbe(store) {
   store.on('step', (msg) => {
     if (!msg.probe) return;
     from = msg.step;
+    store.set('lastProbeStep', from);
     store.set('lastProbe', msg.probe);
   });
   store.on('snapshot', (msg) => {
     if (!msg.last_step?.probe) return;
     from = msg.last_step.step;
+    store.set('lastProbeStep', from);
     store.set('lastProbe', msg.last_step.probe);
   });
   // A rollback past the remembered probe leaves it on an abandoned timeline: forget it until

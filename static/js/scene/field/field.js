@@ -16,6 +16,7 @@
 // take the colour of what most live GPUs are doing (one material colour, no per-GPU work).
 
 import * as THREE from 'three';
+import { TONES, toneOf } from './tones.js';
 
 // Field units: a rack is RACK.w wide and RACK.h tall (not to scale: the GPU cells are made large
 // enough to see).
@@ -419,11 +420,13 @@ export function buildField(scene, { plan, palette, topology }) {
   for (const st of stops) st.dir = new THREE.Vector3(...st.dir).normalize();
 
   let mirror = null;
+  let decade = -1; // the step's tenfold while the field re-tones with training (-1: it does not)
   let lastKey = '';
   let lod = 'racks';
   const colourOf = (pal, kind) =>
     kind === 'forward' ? pal.forward : kind === 'backward' ? pal.backward : kind === 'allreduce' ? pal.allreduce : kind === 'wait' ? pal.waiting : kind === 'failed' ? pal.failure : pal.gpuIdle;
   const tmp = new THREE.Color();
+  const tone = new THREE.Color();
   const kinds = new Array(liveGpus.length).fill(null);
 
   // Where each tier's name is written on screen: above its first switch, at the left.
@@ -449,6 +452,9 @@ export function buildField(scene, { plan, palette, topology }) {
     },
     get mirror() {
       return mirror;
+    },
+    get decade() {
+      return decade;
     },
     update(frame) {
       const pal = frame.palette;
@@ -476,9 +482,13 @@ export function buildField(scene, { plan, palette, topology }) {
       const fade = Math.min(1, Math.max(0, (near - 12) / 40));
       beam.visible = fade > 0.02;
       beam.material.opacity = 0.55 * fade;
-      const key = `${kinds.join(',')}|${shown}|${nextLod}|${pal.theme}|${fade.toFixed(2)}`;
+      // "Every tenfold more steps, the weights shift a shade": with frame.tone on, the racks'
+      // colour moves one shade further at step 10, 100, 1,000, ... of the live run.
+      const dec = frame.tone ? toneOf(frame.step?.step ?? 0) : -1;
+      const key = `${kinds.join(',')}|${shown}|${nextLod}|${pal.theme}|${fade.toFixed(2)}|${dec}`;
       if (key === lastKey) return false;
       lastKey = key;
+      decade = dec;
       mirror = shown;
       lod = nextLod;
       racks.visible = lod === 'racks';
@@ -491,6 +501,7 @@ export function buildField(scene, { plan, palette, topology }) {
         // The mirrors glow a little less than the live cells, so the live group stands out.
         mat.emissiveIntensity = lit ? 0.75 : 0.22;
         mat.color.set(lit ? '#e6ebf5' : '#9aa6bd');
+        if (dec >= 0) mat.color.lerp(tone.set(TONES[dec]), lit ? 0.35 : 0.7);
       }
       leafCables.material.color.set(shown === 'allreduce' ? pal.allreduce : pal.cable);
       coreCables.material.color.set(shown === 'allreduce' ? pal.allreduce : pal.cable);

@@ -171,6 +171,7 @@ export function createScaleField({ scene, rig, canvas, store, look, requestRende
           busy = true;
         }
       }
+      frame.tone = Boolean(store?.state?.fieldTone);
       field.update(frame);
       return busy;
     },
@@ -207,6 +208,7 @@ export function createScaleField({ scene, rig, canvas, store, look, requestRende
         plan: { ...plan },
         lod: field.lod,
         mirror: field.mirror,
+        decade: field.decade,
         stops: field.stops.map((s) => s.name),
         path: { ...pathState },
         live: field.liveCells.map((c) => ({ gpu: c.gpu, ...toScreen(c.pos) })),
