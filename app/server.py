@@ -27,6 +27,7 @@ from app.paths import STATIC_DIR
 from app.presenter import Presenter
 from app.routes import attach as attach_routes
 from app.routes import http, join, traces, ws
+from app.routes import locale as locale_routes
 from app.routes import steps as steps_routes
 from app.routes import story as story_routes
 from app.runner import Runner
@@ -149,6 +150,7 @@ def create_app(settings: Settings | None = None, *, watch: bool = False) -> Fast
     app.include_router(attach_routes.router)
     app.include_router(join.router)
     app.include_router(story_routes.router)
+    app.include_router(locale_routes.router)
     if _labs is not None:
         app.include_router(_labs.router)
     _add_docs(app)

@@ -145,6 +145,11 @@ def test_installed_command_streams_steps_within_five_seconds(wheel, tmp_path):
             time.sleep(0.2)
         page = httpx.get(base + "/")
         assert page.status_code == 200 and "importmap" in page.text
+        # The other languages' words and the story travel with the package.
+        for lang in ("de", "es"):
+            words = httpx.get(f"{base}/api/locale/{lang}")
+            assert words.status_code == 200 and len(words.json()) > 100, (lang, words.text[:200])
+        assert httpx.get(base + "/api/stories/one-gpu").status_code == 200
 
         async def first_step() -> tuple[float, dict]:
             t0 = time.monotonic()

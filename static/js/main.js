@@ -28,6 +28,7 @@ import { mountStory } from './story/player.js';
 import { mountPresenter } from './presenter/index.js';
 import { mountStepWords } from './ui/describe.js';
 import { mountScaleField } from './scene/field/panel.js';
+import { mountLanguagePicker, startLanguage } from './i18n/lang.js';
 
 const SCENE_NAME = 'training-run';
 // A phone's width: the scene gets a band of its own and the controls go behind one menu
@@ -135,6 +136,7 @@ function main() {
     panels,
   });
   panels.help = mountHelp(store, { getLabKeys: () => labs?.keys, actions });
+  mountLanguagePicker();
   panels.howBig = mountHowBig(store);
   panels.newRun = mountSettings(store, { actions });
   tour = mountTour(store, { getStage, labels, onHowBig: () => panels.howBig.open() });
@@ -155,7 +157,7 @@ function main() {
   story.fromUrl();
   // Presenting and following, and lesson links (?view=3&tour=4&lab=memory ...): after the
   // keys, so a follower's own key press is seen (and breaks away) before it acts.
-  mountPresenter({ store, send, actions, overlays, getTour: () => tour, getLabs: () => labs });
+  mountPresenter({ store, send, actions, overlays, getTour: () => tour, getLabs: () => labs, getStage });
   mountStepWords(store); // each step in words, for screen readers
 
   // The labs load on their own: a broken lab must never take the live run down with it.
@@ -293,4 +295,5 @@ function installCanvasPicking(canvas, cards) {
   });
 }
 
-main();
+// Another language's words load first, so the page never shows in English before them.
+startLanguage().then(main);

@@ -75,3 +75,30 @@ def test_the_teachers_copy_has_every_note(browser, server, web, path) -> None:
         web.screenshot(page, "sheet_teacher")
     assert errors == []
     ctx.close()
+
+
+@pytest.mark.parametrize("lang", ["de", "es"])
+def test_the_sheet_in_the_page_language(browser, server, lang) -> None:
+    """/sheet?lang=de (es): both copies have words in that language for every line, questions
+    numbered with its letter, the teacher's copy marked in it too, and still one page each."""
+    c = content(server)
+    letter = {"de": '"F"', "es": '"P"'}[lang]
+    kickers = []
+    for path in ("/sheet", "/sheet/teacher"):
+        ctx, page, errors = open_sheet(browser, f"{server.url}{path}?lang={lang}")
+        page.wait_for_function("window.trainingRunI18n")
+        assert page.evaluate("document.documentElement.lang") == lang
+        assert page.evaluate("[...window.trainingRunI18n.misses.keys()]") == [], path
+        shown = squash(page.locator("body").inner_text())
+        for q in c["questions"]:
+            assert squash(q["text"]) not in shown, (path, q["id"])
+        assert "teacher" not in shown and "predictfirst" not in shown, path
+        before = "getComputedStyle(document.querySelector('#questions li'), '::before').content"
+        assert page.evaluate(before).startswith(letter), path
+        kickers.append(page.locator(".kicker").text_content())
+        for fmt in ("A4", "Letter"):
+            assert pdf_pages(page.pdf(format=fmt)) == 1, (path, fmt)
+        assert errors == []
+        ctx.close()
+    # The teacher's copy says so in the page's language, in its own text.
+    assert kickers[1].startswith(kickers[0]) and len(kickers[1]) > len(kickers[0]), kickers

@@ -5,6 +5,7 @@ moves the camera and the highlight, and Esc leaves it."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 
 SNAP = """(key) => {
@@ -91,4 +92,60 @@ def test_tour_moves_on_by_itself_when_asked(page_at, web) -> None:
     page.wait_for_function("window.trainingRun.tourStop === 1", timeout=30_000)
     page.locator("#tour-exit").click()
     assert web.tr(page, "tourActive") is False
+    assert w.errors == []
+
+
+TOUR_TEXT = """() => {
+  const t = window.trainingRun;
+  const misses = [...window.trainingRunI18n.misses.entries()]
+    .filter(([, where]) => /^#tour-(caption|more-text|title)\\b/.test(where))
+    .map(([text]) => text);
+  return {
+    stop: t.tourStop,
+    title: document.getElementById('tour-title').textContent,
+    caption: document.getElementById('tour-caption').textContent,
+    more: document.getElementById('tour-more-text').textContent,
+    misses,
+  };
+}"""
+
+
+def test_the_tour_in_german_has_words_for_every_stop(page_at, server, web) -> None:
+    """?lang=de: every stop's title, caption (question, answer and all) and "more" text read in
+    German with the live run's numbers in them, written the German way (scenes/locales/de)."""
+    with urllib.request.urlopen(f"{server.url}/api/scenes/training-run", timeout=10) as r:
+        spec = json.load(r)
+    stops = spec["tour"]
+    gpus = web.SMALL[web.SMALL.index("--gpus") + 1]
+    w = page_at("?lang=de")
+    page = w.page
+    web.wait_stage(page)
+    page.wait_for_function("window.trainingRun.step > 0 && window.trainingRunI18n")
+    seen = []
+    for k, stop in enumerate(stops):
+        page.keyboard.press("t" if k == 0 else "PageDown")
+        if stop.get("ask"):
+            page.wait_for_function(f"window.trainingRun.tourStop === {k}")
+            asked = page.evaluate(TOUR_TEXT)["caption"]
+            assert asked.startswith("Erst vorhersagen:"), asked
+            page.keyboard.press("PageDown")  # the answer, on the same stop
+        page.keyboard.press("i")  # the longer story
+        page.wait_for_function(
+            f"window.trainingRun.tourStop === {k} && !document.getElementById('tour-more').hidden"
+        )
+        snap = page.evaluate(TOUR_TEXT)
+        # The longest fixed stretch of each English template is nowhere in what is shown.
+        for field in ("caption", "more"):
+            english = max(re.split(r"\{\w+\}", stop[field]), key=len).strip()
+            assert english and english not in snap[field], snap[field]
+        if stop.get("ask"):
+            assert snap["caption"].startswith("Antwort:"), snap["caption"]
+        if stop["part"] == "model":
+            # The live weight count, written the German way: 124.544, not 124,544.
+            assert re.search(r"hat \d{1,3}(\.\d{3})+ Gewichte", snap["more"]), snap["more"]
+        seen.append(snap)
+    assert seen[0]["caption"].startswith(f"{gpus} simulierte GPUs"), seen[0]["caption"]
+    assert seen[-1]["misses"] == [], seen[-1]["misses"]
+    assert len({s["title"] for s in seen}) == len({s["part"] for s in stops})
+    page.keyboard.press("Escape")
     assert w.errors == []

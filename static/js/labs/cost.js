@@ -108,7 +108,7 @@ export function create() {
     );
     api.options().then((o) => {
       gpus = o.gpus;
-      els.gpu.replaceChildren(...gpus.map((g) => h('option', { value: g.id, text: g.label, selected: g.id === state.gpu })));
+      els.gpu.replaceChildren(...gpus.map((g) => h('option', { value: g.id, text: g.label, selected: g.id === state.gpu, translate: 'no' })));
     }).catch(() => {});
     api.content().then((c) => {
       setTitle(c.cost.title);
@@ -152,7 +152,8 @@ export function create() {
       els.estimateRules.replaceChildren();
     }
     els.assumptions.replaceChildren(...r.assumptions.map((a) => h('li', { text: a })));
-    els.sources.textContent = `Sources: ${r.sources.join('; ')}.`;
+    // One element per source, so a page in another language finds each one's words.
+    els.sources.replaceChildren('Sources: ', ...r.sources.flatMap((src, k) => [...(k ? ['; '] : []), h('span', { text: src })]), '.');
   }
 
   return {

@@ -58,13 +58,15 @@ export function create({ store }) {
   }
 
   function choice(group, value, label, onPick, title = null) {
-    return h('button', { type: 'button', class: 'chip', 'data-group': group, 'data-value': value, 'aria-pressed': 'false', title, text: label, onclick: () => onPick(value) });
+    // GPU names are product names: the same in every language.
+    const translate = group === 'gpu' ? 'no' : null;
+    return h('button', { type: 'button', class: 'chip', 'data-group': group, 'data-value': value, 'aria-pressed': 'false', title, translate, text: label, onclick: () => onPick(value) });
   }
 
   /** "NVIDIA B200 (HGX, 180 GB)" -> "B200 180 GB": short enough for two rows of chips on a
    * small projector (the full name is the chip's tooltip and is in the answer below). */
   function shortGpu(label) {
-    return label.replace('NVIDIA ', '').replace(' SXM', '').replace(/\s*\((?:[^,)]*,\s*)?([^)]*)\)/, ' $1');
+    return label.replace('NVIDIA ', '').replace(/ SXM\d*/, '').replace(/\s*\((?:[^,)]*,\s*)?([^)]*)\)/, ' $1');
   }
 
   function pick(key, value) {

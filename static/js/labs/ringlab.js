@@ -202,7 +202,7 @@ export function create() {
         parts.push(
           s('g', { class: 'ring-tag', transform: `translate(${lx.toFixed(1)},${ly.toFixed(1)})` },
             s('rect', { x: -tagW / 2, y: -tagH / 2, width: tagW, height: tagH, rx: tagH / 3 }),
-            s('text', { y: small * 0.36, style: `font-size:${small}px`, text: `${LETTERS[send.chunk]} ${v}` }),
+            s('text', { y: small * 0.36, style: `font-size:${small}px`, translate: 'no', text: `${LETTERS[send.chunk]} ${v}` }),
           ),
         );
       }
@@ -230,7 +230,7 @@ export function create() {
     const vals = valuesAt(pass);
     const cov = coverageAt(pass);
     const recv = new Set((cur?.sends ?? []).map((x) => `${x.dst}:${x.chunk}`));
-    const head = h('tr', {}, h('th', { text: '' }), ...Array.from({ length: g }, (_, c) => h('th', { scope: 'col', text: LETTERS[c] })));
+    const head = h('tr', {}, h('th', { text: '' }), ...Array.from({ length: g }, (_, c) => h('th', { scope: 'col', translate: 'no', text: LETTERS[c] })));
     const rows = vals.map((row, i) =>
       h('tr', {}, h('th', { scope: 'row', text: `GPU ${i}` }), ...row.map((v, c) => {
         const k = cov[i][c];

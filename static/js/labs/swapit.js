@@ -131,10 +131,11 @@ export function create({ store, ui } = {}) {
       node.textContent = '';
       return;
     }
+    // Each name in its own element, so a page in another language finds its words.
     const parts = [];
-    if ((live()?.pp ?? 1) > 1) parts.push(`pipeline bubble ${(100 * stats.bubble_fraction).toFixed(1)}%`);
-    for (const t of planTraffic(hello(), stats)) parts.push(`${t.label} ${fmtBytes(t.bytes)}`);
-    node.textContent = parts.length ? `This step: ${parts.join(' · ')}` : '';
+    if ((live()?.pp ?? 1) > 1) parts.push([h('span', { text: 'pipeline bubble' }), ` ${(100 * stats.bubble_fraction).toFixed(1)}%`]);
+    for (const t of planTraffic(hello(), stats)) parts.push([h('span', { text: t.label }), ` ${fmtBytes(t.bytes)}`]);
+    node.replaceChildren(...(parts.length ? ['This step: ', ...parts.flatMap((p, i) => (i ? [' · ', ...p] : p))] : []));
     if (node.textContent && revealMeasured) {
       revealMeasured = false;
       reveal(node);
@@ -144,8 +145,10 @@ export function create({ store, ui } = {}) {
   function liveLine() {
     const words = planWords(live());
     if (!words.layout) return null;
-    const text = words.detail ? `${words.layout}, ${words.detail}.` : `${words.layout}.`;
-    return h('p', { class: 'swap-live' }, h('strong', { text: 'The live run: ' }), text);
+    // "layout, detail.", with each part as the plan card shows it (one element each).
+    const layout = words.parts.flatMap((part, i) => [...(i ? [' × '] : []), h('span', { text: part })]);
+    const detail = words.detail ? [', ', h('span', { text: words.detail })] : [];
+    return h('p', { class: 'swap-live' }, h('strong', { text: 'The live run: ' }), ...layout, ...detail, '.');
   }
 
   function status(c) {

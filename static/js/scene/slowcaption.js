@@ -88,7 +88,16 @@ export function mountSlowCaption(store) {
     const beside = frame.block?.kinds?.has('allreduce_hidden');
     const others = frame.planned || beside ? alsoText(frame.block?.kinds, kind) : '';
     also.hidden = !others;
-    also.textContent = others ? `also: ${others}` : '';
+    // Each name in an element of its own, so another language's words find each one.
+    also.replaceChildren(
+      ...(others
+        ? ['also: ', ...others.split(' · ').flatMap((n, i) => {
+          const span = document.createElement('span');
+          span.textContent = n;
+          return i ? [' · ', span] : [span];
+        })]
+        : []),
+    );
     Object.assign(state, {
       kind,
       caption: `${t.name}: ${t.caption}`,

@@ -4,6 +4,7 @@
 // downloaded. Every repeated thing goes through `instanced` so one kind = one draw call.
 
 import * as THREE from 'three';
+import { tr } from '../i18n/lang.js';
 
 const _m = new THREE.Matrix4();
 const _q = new THREE.Quaternion();
@@ -98,7 +99,8 @@ export function wallTexture(colour = '#ffffff') {
 }
 
 /** A text sprite drawn on a canvas (for the few world-space words, e.g. "doesn't fit"). */
-export function textSprite(text, { colour = '#ffffff', bg = null, height = 0.6, weight = 700 } = {}) {
+export function textSprite(words, { colour = '#ffffff', bg = null, height = 0.6, weight = 700 } = {}) {
+  const text = tr(words); // drawn on a canvas, out of the translator's sight
   const font = `${weight} 56px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;
   const cv = document.createElement('canvas');
   const g = cv.getContext('2d');

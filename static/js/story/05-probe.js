@@ -2,13 +2,16 @@
 // error as a pink bracket on how far "time" falls short of certain.
 import { h, redrawer } from './figure.js';
 
+// The model's own English words stay as they are on a page in another language.
+const MODEL_WORDS = { translate: 'no', lang: 'en' };
+
 export function enter({ figure, store }) {
   const draw = redrawer(figure, (probe) => {
     const time = probe.top.find((t) => t.token === 'time');
     return [
-      h('p', { class: 'sf-prompt' }, `${probe.prompt} `, h('span', { class: 'sf-blank', text: '____' })),
+      h('p', { class: 'sf-prompt', ...MODEL_WORDS }, `${probe.prompt} `, h('span', { class: 'sf-blank', text: '____' })),
       h('div', { class: 'sf-probe' }, probe.top.map((t) => h('div', { class: `sf-pbar${t.token === 'time' ? ' sf-time' : ''}` },
-        h('span', { class: 'sf-pword', text: t.token }),
+        h('span', { class: 'sf-pword', ...MODEL_WORDS, text: t.token }),
         h('span', { class: 'sf-ptrack' }, h('b', { style: `width:${t.p * 100}%` }), t.token === 'time' ? h('i', { class: 'sf-error', style: `left:${t.p * 100}%` }) : null, h('i', { class: 'sf-certain' })),
         h('span', { class: 'sf-pp', text: `${Math.round(t.p * 100)}%` }),
       ))),

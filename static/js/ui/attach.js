@@ -62,7 +62,9 @@ export function mountAttach(store) {
     document.body.classList.toggle('attached-run', measured);
     if (measured) document.body.classList.remove('attach-waiting');
     if (probe) probe.hidden = measured;
-    if (tagline) tagline.textContent = measured ? `A real PyTorch job, ${MEASURED}` : taglineText;
+    // Only a change is written: the line read at the start may be in another language already.
+    const line = measured ? `A real PyTorch job, ${MEASURED}` : taglineText;
+    if (tagline && tagline.textContent !== line) tagline.textContent = line;
     if (measured) {
       const a = hello.attached ?? {};
       badge.title = `${fmtInt(a.world_size)} ranks on ${fmtInt(a.nodes)} ${a.nodes === 1 ? 'machine' : 'machines'} (${(a.hosts ?? []).join(', ')}), ${a.backend} on ${a.device}`;

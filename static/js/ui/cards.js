@@ -23,7 +23,7 @@ function liveFacts(kind, store) {
     case 'loaders':
       return [
         ['worker threads', v.workers],
-        ['batches ready', `${v.queue_depth} of ${v.queue_capacity}`],
+        ['batches ready', [v.queue_depth, ' of ', v.queue_capacity]],
         ['GPUs waited for data', step?.loader ? (step.loader.waited ? 'yes, this step' : 'no') : '–'],
         ['batch in epoch', step?.loader ? `${fmtInt(step.loader.batch_in_epoch)} / ${fmtInt(step.loader.batches_per_epoch)}` : '–'],
       ];
@@ -31,7 +31,7 @@ function liveFacts(kind, store) {
       const m = step?.memory?.[0];
       return [
         ['GPUs', `${v.gpus} (${v.servers} servers × ${v.gpus_per_server})`],
-        ['memory used per GPU', m ? `${fmtBytes(m.total)} of ${fmtBytes(m.capacity)}` : '–'],
+        ['memory used per GPU', m ? [fmtBytes(m.total), ' of ', fmtBytes(m.capacity)] : '–'],
         ['of which weights / grads / optimizer', m ? `${fmtBytes(m.weights)} / ${fmtBytes(m.grads)} / ${fmtBytes(m.optimizer)}` : '–'],
         ['down right now', s.failedGpus.size ? [...s.failedGpus].join(', ') : 'none'],
       ];
@@ -56,7 +56,7 @@ function liveFacts(kind, store) {
       return [
         ['parameters', v.params],
         ['loss', fmtLoss(step?.loss)],
-        ['after “Once upon a”', top ? `${top.token} (${Math.round(top.p * 100)}%)` : '…'],
+        ['after “Once upon a”', top ? `${top.token} (${Math.round(top.p * 100)}%)` : '…', { model: true }],
         ['copies', `${v.gpus} (data parallel: one per GPU)`],
       ];
     }
@@ -114,8 +114,12 @@ export function mountCards(store) {
       else if (f && typeof f === 'object') rows.push([f.label ?? f.name ?? '', String(f.value ?? f.text ?? '')]);
     }
     facts.replaceChildren();
-    for (const [k, val] of rows) {
-      facts.append(el('dt', { text: k }), el('dd', { text: val }));
+    // A value in parts ([a, ' of ', b]) reads as one line; its words are found one by one in
+    // another language. The model's own words (its next-word guess) stay as they are.
+    for (const [k, val, how] of rows) {
+      const model = how?.model ? { translate: 'no', lang: 'en' } : {};
+      const dd = Array.isArray(val) ? el('dd', model, ...val.map(String)) : el('dd', { ...model, text: val });
+      facts.append(el('dt', { text: k }), dd);
     }
   }
 

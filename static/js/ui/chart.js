@@ -5,6 +5,8 @@
 // branch hides under the live line. The bands drawn are written to the canvas's
 // data-lost-bands (JSON) for tests and tools.
 
+import { tr } from '../i18n/lang.js';
+
 const COLORS = {
   default: {
     line: '#e8eef8', dead: 'rgba(232,238,248,0.22)', grid: 'rgba(160,180,210,0.16)', text: '#9fb0c8',
@@ -111,7 +113,7 @@ export function mountChart(store, canvas) {
     ctx.font = `${font}px system-ui, sans-serif`;
     ctx.fillStyle = theme.text;
     if (hist.length === 0) {
-      ctx.fillText('waiting for the first step…', pad.l, pad.t + h / 2);
+      ctx.fillText(tr('waiting for the first step…'), pad.l, pad.t + h / 2);
       return;
     }
     let minStep = Infinity;
@@ -154,7 +156,7 @@ export function mountChart(store, canvas) {
     }
     ctx.textAlign = 'left';
     ctx.textBaseline = 'alphabetic';
-    ctx.fillText(`step ${minStep}`, pad.l, cssH - 4);
+    ctx.fillText(tr(`step ${minStep}`), pad.l, cssH - 4);
     ctx.textAlign = 'right';
     ctx.fillText(`${maxStep}`, pad.l + w, cssH - 4);
 
@@ -258,7 +260,9 @@ export function mountChart(store, canvas) {
       ctx.lineTo(xx - r, cy + r + font / 2);
       ctx.stroke();
       const band = bands.find((b) => b.fromStep === m);
-      const label = band ? `rolled back to step ${m}: ${band.lost} step${band.lost === 1 ? '' : 's'} lost` : `rolled back to step ${m}`;
+      // Words drawn on the canvas: the translator cannot see them, so they are put into the
+      // page's language here (and measured as they will be drawn).
+      const label = tr(band ? `rolled back to step ${m}: ${band.lost} step${band.lost === 1 ? '' : 's'} lost` : `rolled back to step ${m}`);
       const tw = ctx.measureText(label).width;
       const tx = xx + r + 4 + tw > pad.l + w ? xx - r - 4 - tw : xx + r + 4;
       // A dark backing so the words read over the live line.

@@ -5,6 +5,11 @@
 import { KEYMAP } from './keys.js';
 import { el } from './format.js';
 import { liveValues } from './live.js';
+import { tr } from '../i18n/lang.js';
+
+// Key names are in <kbd>, which the translator leaves alone: a named key (Space, Esc, Shift+G)
+// is said in the page's language; a letter or a digit is the same in every one.
+const keyName = (show) => (/[A-Za-z]{2}/.test(show) ? tr(show) : show);
 
 // One meaning per colour, everywhere (the scene uses the same ones).
 const COLOUR_KEY = [
@@ -31,7 +36,7 @@ export function mountHelp(store, { getLabKeys, actions }) {
     const rows = KEYMAP.map((k) => [k.show, k.label]);
     for (const lab of getLabKeys() ?? []) rows.push([lab.key.toUpperCase(), lab.label]);
     for (const [key, label] of rows) {
-      list.append(el('dt', {}, el('kbd', { text: key })), el('dd', { text: label }));
+      list.append(el('dt', {}, el('kbd', { text: keyName(key) })), el('dd', { text: label }));
     }
   }
 
@@ -42,7 +47,7 @@ export function mountHelp(store, { getLabKeys, actions }) {
     legend.replaceChildren();
     items.forEach((k, i) => {
       if (i) legend.append(el('span', { class: 'sep', text: ' · ', 'aria-hidden': 'true' }));
-      const part = el('span', {}, el('kbd', { text: k.show }), ` ${k.legend}`);
+      const part = el('span', {}, el('kbd', { text: keyName(k.show) }), ` ${k.legend}`);
       if (k === help) {
         part.classList.add('more');
         part.addEventListener('click', () => actions.toggleHelp());

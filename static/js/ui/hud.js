@@ -146,7 +146,8 @@ export function mountHud(store) {
     panel: document.querySelector('.time-panel'),
   };
   const title = nodes.panel?.querySelector('.panel-head h2');
-  const liveTitle = title?.textContent ?? 'One step, simulated';
+  // Written here, not read back from the page: another language has put its own words there.
+  const liveTitle = 'One step, simulated';
   // The lens: which model, on which cluster; the step shown and why it looks as it does.
   const lensModel = el('select', { id: 'lens-model', 'aria-label': 'Model size the step is shown for' }, el('option', { value: '', text: 'the live tiny model' }));
   const lensGpus = el('select', { id: 'lens-gpus', 'aria-label': 'Cluster the step is priced on' });
@@ -263,7 +264,7 @@ export function mountHud(store) {
     const lens = store.state.lens;
     if (lens) return renderLens();
     const step = store.state.step;
-    if (title) title.textContent = liveTitle;
+    if (title && title.textContent !== liveTitle) title.textContent = liveTitle;
     nodes.panel?.classList.remove('lensing');
     if (!step?.trace || !groups.length) return;
     const seconds = groupSeconds(step.trace);
@@ -438,7 +439,8 @@ export function mountHud(store) {
     .then((body) => {
       lensModels = body;
       for (const [id, m] of Object.entries(body?.models ?? {})) {
-        lensModel.append(el('option', { value: id, text: `${id} (${m.label})` }));
+        // A model's size and name are the same in every language.
+        lensModel.append(el('option', { value: id, translate: 'no', text: `${id} (${m.label})` }));
       }
       renderLensControls();
       if (store.state.lens) renderLens();
@@ -469,16 +471,20 @@ export function mountHud(store) {
     }
     const p = h.preset ?? {};
     const gpus = h.topology?.gpus?.length ?? h.config?.gpus;
-    const parts = [`${gpus}× ${p.gpu ?? p.label ?? 'GPU'}`];
+    // The GPU's name is a name: the same in every language.
+    const parts = [el('span', { translate: 'no', lang: 'en', text: `${gpus}× ${p.gpu ?? p.label ?? 'GPU'}` })];
     if (p.mfu) parts.push(`${Math.round(p.mfu * 100)}% utilisation`);
     // The preset's *_gbps fields are gigabytes per second, one direction, per GPU.
     if (p.nvlink_gbps) parts.push(`NVLink ${Math.round(p.nvlink_gbps)} GB/s`);
     if (p.network_gbps) parts.push(`network ${Math.round(p.network_gbps)} GB/s per GPU`);
     // Mixed precision: the gradients travel in BF16, whatever the tiny model computes in.
     if (p.grad_wire_bytes) parts.push(`gradients sent as BF16 (${p.grad_wire_bytes} bytes each)`);
-    nodes.assumption.textContent = `Assumed hardware: ${parts.join(' · ')}${
-      p.sources?.length ? ' (public specs)' : ''
-    }`;
+    // Each part an element of its own, so another language's words find each one.
+    nodes.assumption.replaceChildren(
+      'Assumed hardware: ',
+      ...parts.flatMap((part, i) => [...(i ? [' · '] : []), typeof part === 'string' ? el('span', { text: part }) : part]),
+      ...(p.sources?.length ? [' (public specs)'] : []),
+    );
     nodes.assumption.title = (p.sources ?? []).join('\n');
   }
 

@@ -10,7 +10,9 @@
 //   ?hide=controls                a clean screen for recording or kiosk use
 //   ?present                      start presenting (a page with the presenter's rights)
 //   ?story=one-gpu&chapter=12     handed on as the `story` part, for the story player
-//   ?lang=de                      kept on copied links (ui/words.js reads it)
+//   ?lang=de                      the page's language (static/js/i18n/lang.js), kept on copied links
+
+import { lang } from '../i18n/lang.js';
 
 const FLAGS = { labels: 'labels', signal: 'signal', spin: 'spin', explode: 'exploded', projector: 'projector' };
 const TEXT = /^[\w.\-+ ]{1,40}$/; // what a lab input may be in a link (70B, bf16, h100-80gb)
@@ -73,8 +75,7 @@ export function linkFor(parts, loc = window.location) {
     q.set('story', parts.story.id);
     q.set('chapter', String(parts.story.chapter ?? 1));
   }
-  const lang = new URLSearchParams(loc.search).get('lang');
-  if (lang) q.set('lang', lang);
+  if (lang !== 'en') q.set('lang', lang);
   const text = q.toString().replace(/=(?=&|$)/g, '');
   return `${loc.origin}${loc.pathname}${text ? `?${text}` : ''}`;
 }

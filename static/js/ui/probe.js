@@ -61,7 +61,8 @@ export function mountProbe(store) {
       c.style.setProperty('--l', `${Math.round(50 + 40 * t)}%`);
       c.title = `${x.toFixed(4)}`;
     });
-    name.textContent = probe.weights_name ? `from ${probe.weights_name}` : '';
+    // The weight's name is the model's own (layers.1.mlp.w1): the same in every language.
+    name.replaceChildren(...(probe.weights_name ? ['from ', el('span', { translate: 'no', lang: 'en', text: probe.weights_name })] : []));
     when.textContent = stepNo !== undefined ? `at step ${stepNo}` : '';
   }
 

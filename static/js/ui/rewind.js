@@ -136,7 +136,8 @@ export function mountRewind(store, root = document.getElementById('rewind')) {
       ['step, simulated', fmtSeconds(r.sim_step_s)],
       ['epoch', fmtInt(r.epoch)],
     ];
-    figures.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', { 'data-key': k }, k), el('dd', { 'data-key': k }, v)]));
+    // A figure in exponent form (3.00e-4) is a number, not words to translate.
+    figures.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', { 'data-key': k }, k), el('dd', { 'data-key': k, translate: /\de[-+]/.test(v) ? 'no' : null }, v)]));
   }
 
   function renderProbe(r) {
@@ -149,9 +150,10 @@ export function mountRewind(store, root = document.getElementById('rewind')) {
     const when = r.probe_step === r.step ? `at step ${fmtInt(r.step)}` : `from step ${fmtInt(r.probe_step)}, the latest before it`;
     probe.replaceChildren(
       el('div', { class: 'rewind-probe-head' },
-        el('span', {}, `${p.prompt} `, el('span', { class: 'blank', id: 'rewind-blank' }, top[0]?.token ?? '___')),
+        el('span', { translate: 'no', lang: 'en' }, `${p.prompt} `, el('span', { class: 'blank', id: 'rewind-blank' }, top[0]?.token ?? '___')),
         el('span', { class: 'hint' }, when)),
-      el('ol', { class: 'rewind-bars' },
+      // The prompt and the next-word bars are the model's own English words.
+      el('ol', { class: 'rewind-bars', translate: 'no', lang: 'en' },
         ...top.map((t) => el('li', {},
           el('span', { class: 'word' }, t.token),
           el('span', { class: 'track' }, el('span', { class: 'fill', style: `width:${Math.max(0.5, t.p * 100)}%` })),

@@ -1,7 +1,7 @@
 // Words the page shows for presenting, following, lesson links and predict-then-reveal,
-// kept in one table so they can be put into other languages later. `word(key, values)`
-// fills {name} placeholders. `?lang=xx` picks a table when there is one; any other value
-// (or none) keeps English, so a link with a language the page does not have still opens.
+// kept in one table. `word(key, values)` fills {name} placeholders. Other languages come
+// from scenes/locales/ through the translator (static/js/i18n/), which knows these English
+// lines as patterns, so they are written here once, in English.
 
 const TABLES = {
   en: {
@@ -32,11 +32,7 @@ const TABLES = {
   },
 };
 
-const params = typeof window !== 'undefined' ? new URLSearchParams(window.location.search) : null;
-const asked = (params?.get('lang') || '').toLowerCase().slice(0, 8);
-export const lang = Object.hasOwn(TABLES, asked) ? asked : 'en';
-
 export function word(key, values = {}) {
-  const text = TABLES[lang][key] ?? TABLES.en[key] ?? key;
+  const text = TABLES.en[key] ?? key;
   return text.replace(/\{(\w+)\}/g, (m, name) => (name in values ? String(values[name]) : m));
 }

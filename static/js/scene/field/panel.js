@@ -162,8 +162,9 @@ export function mountScaleField({ store, getStage }) {
     const p = info.path;
     trail.hidden = !p.playing;
     if (p.playing) {
-      if (trail.childElementCount !== info.stops.length) trail.replaceChildren(...info.stops.map((s) => el('li', {}, s)));
-      [...trail.children].forEach((li) => li.classList.toggle('now', li.textContent === p.stop));
+      if (trail.childElementCount !== info.stops.length) trail.replaceChildren(...info.stops.map((s) => el('li', { 'data-stop': s }, s)));
+      // By its name, not its words: another language shows the stop in its own.
+      [...trail.children].forEach((li) => li.classList.toggle('now', li.dataset.stop === p.stop));
     }
   }
 

@@ -15,6 +15,7 @@
 
 import * as THREE from 'three';
 import { commit, disposeTree, hatchTexture, instanced, place, tag, tint, wallTexture } from '../util.js';
+import { tr } from '../../i18n/lang.js';
 
 const MIN_FILL = 0.03; // the tiny model's share of an 80 GB GPU would be invisible
 // Tower height above the wall, in wall heights, per x10 of memory needed.
@@ -89,11 +90,12 @@ function sig3(x) {
 function labelFor(mc) {
   if (!mc) return null;
   const f = Number(mc.fraction) || 0;
-  if (f > 1) return { title: "Doesn't fit", line: `needs ${sig3(f)}× this GPU's memory`, bad: true };
+  // Drawn on a canvas, out of the translator's sight: tr() gives the page's language.
+  if (f > 1) return { title: tr("Doesn't fit"), line: tr(`needs ${sig3(f)}× this GPU's memory`), bad: true };
   if (Number.isFinite(mc.gpus) && mc.gpus > 1) {
-    return { title: `Fits on ${mc.gpus} GPUs`, line: `each holds 1/${mc.gpus}: ${Math.round(f * 100)}% full`, bad: false };
+    return { title: tr(`Fits on ${mc.gpus} GPUs`), line: tr(`each holds 1/${mc.gpus}: ${Math.round(f * 100)}% full`), bad: false };
   }
-  return { title: 'Fits on one GPU', line: `${Math.round(f * 100)}% full`, bad: false };
+  return { title: tr('Fits on one GPU'), line: tr(`${Math.round(f * 100)}% full`), bad: false };
 }
 
 /**

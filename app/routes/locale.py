@@ -1,0 +1,51 @@
+"""The words of the page in other languages (`scenes/locales/<lang>/<area>.json`).
+
+Each area file is one JSON object: the English text as the page shows it, mapped to the
+text in that language. A key with `{name}` placeholders is a pattern that matches text the
+page fills in at run time ("chapter {n} of {total}"). English needs no file: the page's
+own words are English.
+
+    GET /api/locale/de    every area of German merged into one object
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Literal
+
+from fastapi import APIRouter, HTTPException
+
+from app.paths import SCENES_DIR
+
+router = APIRouter(prefix="/api/locale", tags=["locale"])
+
+LOCALES_DIR = SCENES_DIR / "locales"
+LANGS: dict[str, str] = {"en": "English", "de": "Deutsch", "es": "Español"}
+Lang = Literal["en", "de", "es"]
+
+
+@cache
+def catalogue(lang: str) -> dict[str, str]:
+    """Every area of one language merged; a key two areas share must mean the same."""
+    words: dict[str, str] = {}
+    folder = LOCALES_DIR / lang
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        area = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(area, dict):
+            raise ValueError(f"{path}: a locale file is one JSON object of text -> text")
+        for key, text in area.items():
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"{path}: {key!r} needs a non-empty text")
+            if key in words and words[key] != text:
+                raise ValueError(f"{path}: {key!r} differs from another area's {words[key]!r}")
+            words[key] = text
+    return words
+
+
+@router.get("/{lang}", summary="The page's words in one language")
+def get_locale(lang: Lang) -> dict[str, str]:
+    try:
+        return catalogue(lang)
+    except ValueError as err:  # a broken locale file: say which, keep the server up
+        raise HTTPException(status_code=500, detail=str(err)) from err

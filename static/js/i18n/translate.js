@@ -1,0 +1,265 @@
+// The translator: puts the page's English into another language as it appears. The page's
+// modules write English (their words are the keys of the locale files, as in gettext); this
+// watches the document and replaces each text and each title, label and placeholder with
+// the locale's words before the browser paints. Text the page fills in at run time matches
+// a pattern key ("chapter {n} of {total}"), and the numbers in it are written the way the
+// language writes them (1,024.5 -> 1.024,5 in German).
+//
+// Left as it is: anything inside translate="no" (the model's own English words, names), and
+// text with no letters but numbers and units, whose numbers are only re-written.
+//
+// What found no words is kept in `misses` (text -> where it was seen): the language test
+// reads it, and so does whoever adds the missing words.
+
+const ATTRS = ['title', 'aria-label', 'placeholder', 'alt', 'aria-description', 'data-tip'];
+// Units and symbols that read the same in every language the page speaks.
+const UNITS = new Set([
+  'ms', 's', 'µs', 'us', 'ns', 'min', 'h', 'd', 'B', 'KB', 'MB', 'GB', 'TB', 'PB', 'KiB', 'MiB', 'GiB',
+  'TiB', 'k', 'M', 'x', 'GB/s', 'TB/s', 'Gb/s', 'FLOP', 'FLOPs', 'TFLOP/s', 'PFLOP/s', 'EFLOP/s', 'W', 'kW', 'MW',
+]);
+const CACHE_MAX = 20_000;
+// A placeholder named word, top_word, ..._word holds the model's own English (what it reads
+// and guesses): it is kept exactly as captured, never looked up.
+const VERBATIM = /(^|_)word$/;
+const ADDRESS = /^(?:https?:\/\/|www\.)\S+$|^[\w.-]+:\d+(?:\/\S*)?$/;
+
+export async function startTranslating(lang, { root = document } = {}) {
+  const res = await fetch(`/api/locale/${encodeURIComponent(lang)}`);
+  if (!res.ok) throw new Error(`HTTP ${res.status}`);
+  const words = await res.json();
+  const translator = makeTranslator(lang, words);
+  watch(root, translator);
+  window.trainingRunI18n = translator; // for tests and for finding missing words
+  return translator;
+}
+
+export function makeTranslator(lang, words) {
+  const exact = new Map();
+  const patterns = [];
+  for (const [key, value] of Object.entries(words)) {
+    if (/\{\w+\}/.test(key)) patterns.push(compile(key, value));
+    else exact.set(norm(key), value);
+  }
+  // The most specific first: more fixed text wins over a looser pattern.
+  patterns.sort((a, b) => b.fixed - a.fixed);
+  const number = numberWriter(lang);
+  const cache = new Map();
+  const misses = new Map();
+
+  function lookup(core) {
+    const hit = exact.get(core);
+    if (hit !== undefined) return hit;
+    for (const p of patterns) {
+      if (!p.needles.every((n) => core.includes(n))) continue;
+      const m = p.re.exec(core);
+      if (!m) continue;
+      // Every filled-in part must have words of its own, or be a number or a name; a part
+      // that is an English phrase means this pattern only looked like a fit ("GPU {n}"
+      // against "GPU 3 failed"): try the next one.
+      const filled = p.names.map((name, i) => (VERBATIM.test(name) ? m[i + 1] : part(m[i + 1])));
+      if (filled.includes(undefined)) continue;
+      return p.value.replace(/\{(\w+)\}/g, (all, name) => {
+        const i = p.names.indexOf(name);
+        return i < 0 ? all : filled[i];
+      });
+    }
+    return undefined;
+  }
+
+  // A filled-in value: words of its own, or a number or a name written the language's way;
+  // undefined for English words the locale does not know.
+  function part(v) {
+    const core = norm(v);
+    if (!core) return v;
+    const hit = lookup(core);
+    if (hit !== undefined) return hit;
+    if (ADDRESS.test(core)) return v;
+    return nameLike(core) ? number(v) : undefined;
+  }
+
+  /** The text in this language, or undefined when the locale has no words for it. */
+  function translateText(text, where = '') {
+    if (cache.has(text)) return cache.get(text);
+    const core = norm(text);
+    let out;
+    if (!core || !hasWords(core)) out = number(text);
+    else if (ADDRESS.test(core)) out = text; // a link or an address reads the same everywhere
+    else {
+      const hit = lookup(core);
+      if (hit !== undefined) {
+        const lead = text.match(/^\s*/)[0];
+        const tail = text.match(/\s*$/)[0];
+        out = `${lead}${hit}${tail}`;
+      } else {
+        out = undefined;
+        if (misses.size < 2000) misses.set(core, where);
+      }
+    }
+    if (cache.size > CACHE_MAX) cache.clear();
+    cache.set(text, out);
+    return out;
+  }
+
+  return {
+    lang,
+    misses,
+    size: exact.size + patterns.length,
+    translate: translateText,
+    text: (t) => translateText(String(t ?? '')) ?? String(t ?? ''),
+    number,
+  };
+}
+
+function norm(s) {
+  return String(s).replace(/\s+/g, ' ').trim();
+}
+
+// Letters that are not just units: "12.5 ms" has none, "GPU 3 waits" has.
+function hasWords(core) {
+  const tokens = core.match(/[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ/]*/g);
+  if (!tokens) return false;
+  return tokens.some((t) => !UNITS.has(t));
+}
+
+// Numbers, units and names (H100, NVLink, bf16, 70B, GPU): no plain lower-case word in it.
+function nameLike(core) {
+  const tokens = core.match(/[A-Za-zÀ-ÿ][\wÀ-ÿ/+.-]*/g) ?? [];
+  return tokens.every((t) => UNITS.has(t) || /\d/.test(t) || /[A-Z]/.test(t.slice(1)) || /^[A-Z]$/.test(t));
+}
+
+function compile(key, value) {
+  const names = [];
+  const chunks = [];
+  let src = '^';
+  let last = 0;
+  const k = norm(key);
+  for (const m of k.matchAll(/\{(\w+)\}/g)) {
+    const lit = k.slice(last, m.index);
+    if (lit) chunks.push(lit);
+    src += escape(lit) + '(.+?)';
+    names.push(m[1]);
+    last = m.index + m[0].length;
+  }
+  const tail = k.slice(last);
+  if (tail) chunks.push(tail);
+  src += `${escape(tail)}$`;
+  const needles = chunks.map((c) => c.trim()).filter(Boolean);
+  return { re: new RegExp(src, 's'), names, value, fixed: chunks.join('').length, needles };
+}
+
+function escape(s) {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Re-write the page's English numbers (1,024 and 2.5) the way `lang` writes them. IP
+ * addresses, versions, times of day and anything in a link are left alone. */
+function numberWriter(lang) {
+  if (lang === 'en') return (t) => t;
+  const formats = new Map();
+  const fmt = (decimals) => {
+    if (!formats.has(decimals)) {
+      formats.set(
+        decimals,
+        new Intl.NumberFormat(lang, { minimumFractionDigits: decimals, maximumFractionDigits: decimals }),
+      );
+    }
+    return formats.get(decimals);
+  };
+  const NUM = /(?<![\d.,:/\w])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d{4,})(?![\d:/]|[.,]\d)/g;
+  return (text) => {
+    const s = String(text);
+    if (!/\d/.test(s) || /:\/\/|www\.|\?\w+=/.test(s)) return s;
+    return s.replace(NUM, (m) => {
+      const decimals = m.includes('.') ? m.split('.')[1].length : 0;
+      const v = Number(m.replace(/,/g, ''));
+      return Number.isFinite(v) ? fmt(decimals).format(v) : m;
+    });
+  };
+}
+
+// ---- the page ----------------------------------------------------------------------------
+
+function skip(node) {
+  const el = node.nodeType === 1 ? node : node.parentElement;
+  if (!el) return true;
+  if (el.closest('[translate="no"], script, style, code, pre, kbd, textarea')) return true;
+  return false;
+}
+
+function where(el) {
+  if (!el) return '';
+  const withId = el.closest('[id]');
+  const tag = el.tagName.toLowerCase();
+  const cls = typeof el.className === 'string' && el.className ? `.${el.className.split(' ')[0]}` : '';
+  return `${withId ? `#${withId.id} ` : ''}${tag}${cls}`;
+}
+
+function watch(root, tr) {
+  const done = new WeakMap(); // text node -> the text this put there, so it is not redone
+  const doneAttr = new WeakMap(); // element -> {attr: text put there}
+
+  function textNode(node) {
+    const now = node.nodeValue;
+    if (!now || done.get(node) === now || skip(node)) return;
+    const out = tr.translate(now, where(node.parentElement));
+    if (out !== undefined && out !== now) {
+      done.set(node, out);
+      node.nodeValue = out;
+    } else done.set(node, now);
+  }
+
+  function attrs(el) {
+    if (el.closest('[translate="no"]')) return;
+    let mine = doneAttr.get(el);
+    for (const a of ATTRS) {
+      const v = el.getAttribute(a);
+      if (!v || mine?.[a] === v) continue;
+      const out = tr.translate(v, `${where(el)}[${a}]`);
+      if (!mine) doneAttr.set(el, (mine = {}));
+      mine[a] = out ?? v;
+      if (out !== undefined && out !== v) el.setAttribute(a, out);
+    }
+    if (el.tagName === 'INPUT' && (el.type === 'button' || el.type === 'submit') && el.value) {
+      const out = tr.translate(el.value, where(el));
+      if (out !== undefined && out !== el.value) el.value = out;
+    }
+  }
+
+  function tree(node) {
+    if (node.nodeType === 3) return textNode(node);
+    if (node.nodeType !== 1 && node.nodeType !== 9 && node.nodeType !== 11) return;
+    if (node.nodeType === 1) {
+      if (skip(node)) return;
+      attrs(node);
+    }
+    const walker = document.createTreeWalker(node, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
+      acceptNode: (n) => (n.nodeType === 1 && n.closest('[translate="no"], script, style')
+        ? NodeFilter.FILTER_REJECT
+        : NodeFilter.FILTER_ACCEPT),
+    });
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n.nodeType === 3) textNode(n);
+      else attrs(n);
+    }
+  }
+
+  tree(root === document ? document.documentElement : root);
+  const obs = new MutationObserver((records) => {
+    for (const r of records) {
+      if (r.type === 'characterData') textNode(r.target);
+      else if (r.type === 'attributes') {
+        if (r.target.nodeType === 1) attrs(r.target);
+      } else {
+        for (const n of r.addedNodes) tree(n);
+      }
+    }
+  });
+  obs.observe(root === document ? document.documentElement : root, {
+    subtree: true,
+    childList: true,
+    characterData: true,
+    attributes: true,
+    attributeFilter: ATTRS,
+  });
+  return obs;
+}

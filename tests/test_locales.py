@@ -1,0 +1,70 @@
+"""The locale files (scenes/locales/<lang>/<area>.json): each language has words for the same
+English lines, area by area; every placeholder of a pattern key is used in its text; two
+areas never give one line different words; and the route serves them merged."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from app.routes import locale as locale_routes
+
+LANGS = [lang for lang in locale_routes.LANGS if lang != "en"]
+DIR = locale_routes.LOCALES_DIR
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def areas(lang: str) -> dict[str, dict[str, str]]:
+    files = sorted((DIR / lang).glob("*.json"))
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in files}
+
+
+def test_every_language_has_the_same_areas_and_lines() -> None:
+    first = areas(LANGS[0])
+    assert first, "no locale files"
+    for lang in LANGS[1:]:
+        other = areas(lang)
+        assert sorted(other) == sorted(first), lang
+        for area, words in first.items():
+            missing = set(words) - set(other[area])
+            extra = set(other[area]) - set(words)
+            assert not missing and not extra, (lang, area, sorted(missing)[:5], sorted(extra)[:5])
+
+
+def test_placeholders_are_kept_and_texts_are_not_empty() -> None:
+    for lang in LANGS:
+        for area, words in areas(lang).items():
+            for key, text in words.items():
+                assert isinstance(text, str) and text.strip(), (lang, area, key)
+                assert set(PLACEHOLDER.findall(key)) == set(PLACEHOLDER.findall(text)), (
+                    lang,
+                    area,
+                    key,
+                    text,
+                )
+
+
+def test_two_areas_never_give_one_line_different_words() -> None:
+    for lang in LANGS:
+        seen: dict[str, tuple[str, str]] = {}
+        for area, words in areas(lang).items():
+            for key, text in words.items():
+                if key in seen:
+                    assert seen[key][1] == text, (lang, key, seen[key][0], area)
+                seen[key] = (area, text)
+
+
+def test_the_route_serves_each_language_merged() -> None:
+    app = FastAPI()
+    app.include_router(locale_routes.router)
+    client = TestClient(app)
+    for lang in LANGS:
+        got = client.get(f"/api/locale/{lang}").json()
+        merged = {k: v for words in areas(lang).values() for k, v in words.items()}
+        assert got == merged
+    assert client.get("/api/locale/en").json() == {}
+    bad = client.get("/api/locale/xx")
+    assert bad.status_code == 422 and "de" in bad.text

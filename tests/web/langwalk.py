@@ -1,0 +1,216 @@
+"""A walk through everything the page can show, in one language, that collects the text the
+language has no words for (the translator's `misses`, static/js/i18n/translate.js).
+
+The language test runs it and expects nothing missing. Run by hand, it lists what to add to
+`scenes/locales/<lang>/`, with where each line was seen:
+
+    .venv/bin/python tests/web/langwalk.py de            # everything
+    .venv/bin/python tests/web/langwalk.py es --only story,labs
+
+It starts its own servers on loopback ports: one whose page may change the run (the main
+page, tour, labs, panels, presenting) and one public server the story is watched on as a
+viewer (so the walk never resets the run into the story's larger clusters).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_ARGS = ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--mute-audio"]
+PARTS = ("page", "tour", "labs", "panels", "story", "present", "sheet")
+LAB_KEYS = ("r", "m", "c", "w", "h", "q")
+SETTLE_MS = 350
+
+MISSES_JS = "window.trainingRunI18n ? [...window.trainingRunI18n.misses.entries()] : null"
+
+
+def _collect(page, into: dict[str, str]) -> None:
+    got = page.evaluate(MISSES_JS)
+    if got is None:
+        raise AssertionError("the page did not start its translator")
+    for text, where in got:
+        into.setdefault(text, where)
+
+
+def _press(page, key: str, wait: int = SETTLE_MS) -> None:
+    page.keyboard.press(key)
+    page.wait_for_timeout(wait)
+
+
+def walk_main(page, into: dict[str, str], parts: tuple[str, ...]) -> None:
+    """On a page with the run's controls: panels, tour, labs, presenting."""
+    page.wait_for_function("window.trainingRun.step > 0", timeout=120_000)
+    page.wait_for_function("window.trainingRun.stageReady", timeout=120_000)
+    _collect(page, into)
+    if "panels" in parts:
+        for key in ("?", "Escape"):
+            _press(page, key)
+        for btn in ("#btn-howbig", "#btn-newrun"):
+            if page.locator(btn).count():
+                page.evaluate(f"document.querySelector('{btn}').click()")
+                page.wait_for_timeout(SETTLE_MS)
+                _collect(page, into)
+                _press(page, "Escape")
+        # Cards: every part's, opened from its label.
+        for i in range(page.locator("#labels .label").count()):
+            page.evaluate(f"document.querySelectorAll('#labels .label')[{i}].click()")
+            page.wait_for_timeout(200)
+            _collect(page, into)
+        _press(page, "Escape")
+        for key in ("p", "n", "o", "p", "g", "g", "Escape"):
+            _press(page, key, 600)
+        _collect(page, into)
+    if "tour" in parts:
+        _press(page, "t")
+        n = page.evaluate("window.trainingRun.tourLength")
+        for _ in range(n * 2 + 2):  # a stop that asks first takes two presses
+            _press(page, "i", 150)
+            _press(page, "PageDown", 250)
+            _collect(page, into)
+        _press(page, "Escape")
+    if "labs" in parts:
+        for key in LAB_KEYS:
+            _press(page, key, 900)
+            _collect(page, into)
+            _press(page, "Escape")
+    if "present" in parts:
+        click = "document.querySelector('.present-btn').click()"
+        page.evaluate(click)
+        page.wait_for_function("window.trainingRun.presenting", timeout=20_000)
+        page.wait_for_timeout(SETTLE_MS)
+        _collect(page, into)
+        page.evaluate(click)
+        page.wait_for_timeout(SETTLE_MS)
+    if "page" in parts:
+        _press(page, "k", 1500)  # a GPU fails and the run rolls back
+        _collect(page, into)
+
+
+def walk_story(page, into: dict[str, str]) -> None:
+    page.wait_for_function("window.trainingRun.story.chapter === 1", timeout=60_000)
+    n = page.evaluate("window.trainingRun.story.chapters")
+    for _ in range(n):
+        page.wait_for_timeout(700)
+        _collect(page, into)
+        _press(page, " ", 300)  # "do it": a viewer is told it is the presenter's
+        _collect(page, into)
+        _press(page, "PageDown", 100)
+
+
+def walk(
+    browser, rights_url: str, viewer_url: str | None, lang: str, parts: tuple[str, ...] = PARTS
+) -> dict[str, str]:
+    """Every miss seen, text -> where on the page."""
+    into: dict[str, str] = {}
+    view = {"width": 1280, "height": 800}
+    if {"page", "tour", "labs", "panels", "present"} & set(parts):
+        ctx = browser.new_context(viewport=view)
+        walk_main(_open(ctx, f"{rights_url}/?lang={lang}"), into, parts)
+        ctx.close()
+    if "story" in parts and viewer_url:
+        ctx = browser.new_context(viewport=view)
+        walk_story(_open(ctx, f"{viewer_url}/?lang={lang}&story=one-gpu&chapter=1"), into)
+        ctx.close()
+    if "sheet" in parts:
+        for copy in ("/sheet", "/sheet/teacher"):
+            ctx = browser.new_context(viewport=view)
+            page = ctx.new_page()
+            page.goto(f"{rights_url}{copy}?lang={lang}")
+            page.wait_for_function("document.body.dataset.ready === 'true'", timeout=30_000)
+            _collect(page, into)
+            ctx.close()
+    return into
+
+
+def _open(ctx, url: str):
+    page = ctx.new_page()
+    page.goto(url)
+    page.wait_for_function("window.trainingRun && window.trainingRunI18n", timeout=60_000)
+    return page
+
+
+# ---- by hand --------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(run_dir: Path, *args: str) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    cmd += ["--run-dir", str(run_dir), "--fresh", *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            with urllib.request.urlopen(f"{url}/api/health", timeout=1):
+                return proc, url
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("server did not come up")
+
+
+def servers(tmp: Path) -> tuple[list[subprocess.Popen], str, str]:
+    small = ("--gpus", "8", "--servers", "2", "--checkpoint-every", "5", "--speed", "4")
+    a, rights = _serve(tmp / "rights", *small)
+    viewer_args = ("--gpus", "1", "--servers", "1", "--public", "--token", "langwalk-7")
+    b, viewer = _serve(tmp / "viewer", *viewer_args, "--speed", "max", "--rest-after", "0")
+    return [a, b], rights, viewer
+
+
+def main(argv: list[str] | None = None, run: Callable | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("lang", choices=["de", "es"])
+    ap.add_argument("--only", default=",".join(PARTS), help=f"some of {','.join(PARTS)}")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args(argv)
+    parts = tuple(p for p in args.only.split(",") if p in PARTS)
+    from playwright.sync_api import sync_playwright
+
+    exe = "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else shutil.which("chromium")
+    with tempfile.TemporaryDirectory() as d:
+        procs, rights, viewer = servers(Path(d))
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+                misses = walk(browser, rights, viewer, args.lang, parts)
+                browser.close()
+        finally:
+            for proc in procs:
+                proc.terminate()
+                proc.wait(timeout=20)
+    if args.json:
+        print(json.dumps(misses, ensure_ascii=False, indent=1))
+        return 0
+    # Lines that differ only in their numbers are one line with a {n} in the locale file.
+    shapes: dict[str, tuple[str, str, int]] = {}
+    for text, where in misses.items():
+        shape = re.sub(r"\d[\d,.]*", "#", text)
+        first = shapes.get(shape)
+        shapes[shape] = (first[0], first[1], first[2] + 1) if first else (text, where, 1)
+    for text, where, n in sorted(shapes.values(), key=lambda t: (t[1], t[0])):
+        count = f"x{n:<4d}" if n > 1 else "     "
+        print(f"{where:36.36}  {count} {text}")
+    print(f"{len(misses)} lines ({len(shapes)} shapes) without {args.lang} words", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
