@@ -24,7 +24,7 @@ import { mountSettings } from './ui/settings.js';
 import { mountToolbar } from './ui/toolbar.js';
 import { mountTour } from './ui/tour.js';
 import { installTestHook } from './testhook.js';
-import { mountStory } from './story/player.js';
+import { lazyStory } from './story/lazy.js';
 import { mountPresenter } from './presenter/index.js';
 import { mountStepWords } from './ui/describe.js';
 import { mountScaleField } from './scene/field/panel.js';
@@ -149,7 +149,7 @@ function main() {
   Object.assign(actions, { fieldNext: scaleField.next, fieldPath: scaleField.fly, setField: scaleField.set });
   mountKeys(actions, () => labs?.keys);
   // The guided stories (static/js/story/): the "One GPU" button, Shift+G, ?story=one-gpu.
-  const story = mountStory(store, { getStage, actions, labels });
+  const story = lazyStory(store, { getStage, actions, labels });
   const storyBtn = document.getElementById('story-open');
   document.querySelector('#toolbar .group.tour')?.append(storyBtn); // beside the tour
   storyBtn?.addEventListener('click', () => story.open('one-gpu', 1));
