@@ -214,6 +214,13 @@ export function createStage(canvas, { spec, topology, store }) {
     reset: () => (scale.on ? scale.home() : rig.setView(0)),
     flyTo: rig.flyTo,
     framePart: rig.framePart,
+    /** Fly to one GPU (0-based) with room round it for its neighbours on the board. */
+    frameGpu(i, { instant = false } = {}) {
+      const b = gpuBox(look.layout, i);
+      if (!b) return;
+      const box = { min: [b.min[0] - 3, b.min[1], b.min[2] - 2], max: [b.max[0] + 3, b.max[1] + 1, b.max[2] + 2] };
+      rig.flyTo(rig.fit(box, [0.15, 0.7, 1], 0.85), instant ? 0 : undefined);
+    },
     setExploded(on) {
       if (look.exploded === !!on) return;
       look.exploded = !!on;

@@ -193,6 +193,9 @@ export function mountStory(store, { getStage, actions, labels }) {
       store.set('view', ch.view);
       stage.setView(ch.view, { instant });
     }
+    // A chapter about one GPU (part "gpu:N") flies to it.
+    const one = /^gpu:(\d+)$/.exec(ch.part ?? '');
+    if (!ch.field && one) stage.frameGpu?.(Number(one[1]), { instant });
     stage.highlight(ch.field ? null : ch.part ?? null);
     labels?.highlight?.(ch.field ? null : ch.part ?? null);
   }
