@@ -19,22 +19,27 @@ import json
 import os
 import re
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM_ARGS = ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--mute-audio"]
 PARTS = ("page", "tour", "labs", "panels", "story", "present", "sheet")
 LAB_KEYS = ("r", "m", "c", "w", "h", "q")
 SETTLE_MS = 350
 
 MISSES_JS = "window.trainingRunI18n ? [...window.trainingRunI18n.misses.entries()] : null"
+# The servers: one whose page may change the run (a small cluster, a pace to watch), one
+# public, watched as a viewer without rights, for the story.
+RIGHTS = ("--gpus", "8", "--servers", "2", "--checkpoint-every", "5", "--speed", "4")
+VIEWER = ("--gpus", "1", "--servers", "1", "--public", "--token", "langwalk-7", "--speed", "max",
+          "--rest-after", "0")  # fmt: skip
+
+
+def misses_in(page, places: tuple[str, ...]) -> list[list[str]]:
+    """The lines without words seen in these places of the page ("#lab-", "section.stats"):
+    [text, where] each."""
+    got = page.evaluate(MISSES_JS) or []
+    return [m for m in got if m[1].startswith(places) or any(f" {p}" in m[1] for p in places)]
 
 
 def _collect(page, into: dict[str, str]) -> None:
@@ -145,57 +150,37 @@ def _open(ctx, url: str):
 # ---- by hand --------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def servers(tmp: Path):
+    """The two servers the walk needs, as the browser tests start them (tests/web/conftest.py,
+    this file's folder when it runs as a script)."""
+    from conftest import ServerProcess
+
+    rights = ServerProcess(tmp / "rights", None, *RIGHTS).start(fresh=True, timeout=120)
+    viewer = ServerProcess(tmp / "viewer", None, *VIEWER).start(fresh=True, timeout=120)
+    return rights, viewer
 
 
-def _serve(run_dir: Path, *args: str) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    cmd += ["--run-dir", str(run_dir), "--fresh", *args]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            with urllib.request.urlopen(f"{url}/api/health", timeout=1):
-                return proc, url
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("server did not come up")
-
-
-def servers(tmp: Path) -> tuple[list[subprocess.Popen], str, str]:
-    small = ("--gpus", "8", "--servers", "2", "--checkpoint-every", "5", "--speed", "4")
-    a, rights = _serve(tmp / "rights", *small)
-    viewer_args = ("--gpus", "1", "--servers", "1", "--public", "--token", "langwalk-7")
-    b, viewer = _serve(tmp / "viewer", *viewer_args, "--speed", "max", "--rest-after", "0")
-    return [a, b], rights, viewer
-
-
-def main(argv: list[str] | None = None, run: Callable | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("lang", choices=["de", "es"])
     ap.add_argument("--only", default=",".join(PARTS), help=f"some of {','.join(PARTS)}")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
     parts = tuple(p for p in args.only.split(",") if p in PARTS)
+    from conftest import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
 
-    exe = "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else shutil.which("chromium")
+    exe = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
     with tempfile.TemporaryDirectory() as d:
-        procs, rights, viewer = servers(Path(d))
+        rights, viewer = servers(Path(d))
         try:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
-                misses = walk(browser, rights, viewer, args.lang, parts)
+                misses = walk(browser, rights.url, viewer.url, args.lang, parts)
                 browser.close()
         finally:
-            for proc in procs:
-                proc.terminate()
-                proc.wait(timeout=20)
+            rights.stop()
+            viewer.stop()
     if args.json:
         print(json.dumps(misses, ensure_ascii=False, indent=1))
         return 0

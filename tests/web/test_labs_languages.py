@@ -6,6 +6,7 @@ kept as they are, the years in the cost panel's sources not written as thousands
 
 from __future__ import annotations
 
+import langwalk
 import pytest
 
 # Where the labs live on the page (the translator's `misses` say where each line was seen).
@@ -32,8 +33,7 @@ WORDS = {
 
 
 def lab_misses(page) -> list[list[str]]:
-    got = page.evaluate("[...window.trainingRunI18n.misses.entries()]")
-    return [m for m in got if any(m[1].startswith(p) for p in LAB_PLACES)]
+    return langwalk.misses_in(page, LAB_PLACES)
 
 
 def click(page, selector: str) -> None:

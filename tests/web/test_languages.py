@@ -46,11 +46,12 @@ VISIBLE_TEXT_JS = """() => {
 @pytest.fixture(scope="module")
 def two_servers(tmp_path_factory, web):
     tmp = tmp_path_factory.mktemp("langs")
-    rights = web.ServerProcess(tmp / "rights", None, *web.SMALL).start(fresh=True, timeout=120)
-    viewer = web.ServerProcess(
-        tmp / "viewer", None, "--gpus", "1", "--servers", "1", "--public", "--token", "language-7",
-        "--speed", "max", "--rest-after", "0",
-    ).start(fresh=True, timeout=120)  # fmt: skip
+    rights = web.ServerProcess(tmp / "rights", None, *langwalk.RIGHTS).start(
+        fresh=True, timeout=120
+    )
+    viewer = web.ServerProcess(tmp / "viewer", None, *langwalk.VIEWER).start(
+        fresh=True, timeout=120
+    )
     try:
         yield rights, viewer
     finally:

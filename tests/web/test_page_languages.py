@@ -6,6 +6,7 @@ failed GPU is told in the language, on the chart's canvas label too."""
 
 from __future__ import annotations
 
+import langwalk
 import pytest
 
 # Where on the page the chrome lives (the translator's `misses` say where each line was seen).
@@ -52,8 +53,7 @@ WORDS = {
 
 
 def chrome_misses(page) -> list[list[str]]:
-    got = page.evaluate("[...window.trainingRunI18n.misses.entries()]")
-    return [m for m in got if m[1].startswith(CHROME) or any(f" {c}" in m[1] for c in CHROME)]
+    return langwalk.misses_in(page, CHROME)
 
 
 @pytest.mark.parametrize(("lang", "w", "h"), [("de", 1920, 1080), ("es", 1024, 768)])

@@ -3,8 +3,7 @@
 // and a strip of the shades marks the one the run is in now.
 import { h, redrawer } from './figure.js';
 import { TONES, toneOf } from '../scene/field/tones.js';
-
-const fmt = (n) => Number(n).toLocaleString('en-US');
+import { fmtInt as fmt } from '../ui/format.js';
 
 function shades(step) {
   const now = toneOf(step);
