@@ -393,7 +393,7 @@ class PresetMsg(_Out):
 
 
 class AttachedRunMsg(_Out):
-    """A real torch.distributed job reporting to this server (app/attach/, app/attached.py)."""
+    """A real torch.distributed job reporting to this server (app/attach/, app/attached/run.py)."""
 
     backend: str = Field(description="its process group backend, e.g. gloo or nccl")
     device: str = Field(description="where its ranks compute, e.g. cpu or cuda")
@@ -470,7 +470,7 @@ class ErrorMsg(_Out):
     message: str
 
 
-# --- presenter and followers (app/presenter.py) -----------------------------------------------
+# --- presenter and followers (app/web/presenter.py) -----------------------------------------------
 
 # What a page shows, as named parts ("tour", "view", "lab", ...), each a flat object of plain
 # values. The server only relays it, so a new part (a story chapter) needs no server change;

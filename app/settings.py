@@ -7,7 +7,6 @@ from the environment (for example TRAININGRUN_PORT=9000 or TRAININGRUN_TOKEN=...
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -17,19 +16,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.engine.config import RunConfig
 from app.protocol import parse_speed
-from app.run_choice import RunnerOptions
-from app.security import host_entry
-
-LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+from app.run.choice import RunnerOptions
+from app.web.hosts import host_entry, is_loopback
 
 
 class Settings(BaseSettings):

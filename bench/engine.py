@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-# The product trains with one BLAS thread (see app/cli.py); measure what it runs.
+# The product trains with one BLAS thread (see app/cli/main.py); measure what it runs.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from app.cli import main
+from app.cli.main import main
 from app.labs.cost import (
     INTERRUPTIONS_PER_GPU_HOUR,
     estimate,

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import COMMANDS, main
-from app.serve_cli import build_parser
+from app.cli.main import COMMANDS, main
+from app.cli.serve import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +48,7 @@ def test_ci_runs_the_readme_test_command_and_installs_chromium():
 def test_dockerfile_installs_the_package_and_starts_its_console_script():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     scripts = project["scripts"]
-    assert scripts == {"trainingrun": "app.cli:main"}
+    assert scripts == {"trainingrun": "app.cli.main:main"}
     docker = (ROOT / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.1[1-9]-slim", docker, re.M)
     assert re.search(r"^RUN pip install \.$", docker, re.M)

@@ -15,9 +15,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from app.attached import AttachedRun, AttachError
+from app.attached.run import AttachedRun, AttachError
 from app.protocol import AttachBatch, AttachStatusMsg
-from app.security import Guard
+from app.web.guard import Guard
 
 router = APIRouter()
 

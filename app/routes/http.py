@@ -7,12 +7,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 
-from app.controls import ControlError
 from app.paths import STATIC_DIR
 from app.protocol import PROTOCOL_VERSION, CheckpointMsg, Control, RunStatus
-from app.runner import Runner
+from app.run.controls import ControlError
+from app.run.runner import Runner
 from app.scenes import SceneInvalid, SceneNotFound, list_scenes, load_scene
-from app.security import BucketsByKey, Guard
+from app.web.guard import Guard
+from app.web.limits import BucketsByKey
 
 router = APIRouter()
 

@@ -12,8 +12,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from app.history import STEPS_PAGE_MAX, History
 from app.protocol import RecordedStepMsg, StepsPage
+from app.run.history import STEPS_PAGE_MAX, History
 
 router = APIRouter(tags=["run"])
 

@@ -17,7 +17,7 @@ from app.engine.chrometrace import MAX_EVENTS, chrome_trace
 from app.engine.cluster import build_topology
 from app.engine.config import RunConfig
 from app.engine.trace import event_count, expand, trace_from_dict
-from app.history import History
+from app.run.history import History
 
 router = APIRouter(tags=["run"])
 

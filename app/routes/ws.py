@@ -18,13 +18,15 @@ from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from app.controls import ControlError
-from app.hub import Frame, Hub, Viewer
-from app.presenter import Presenter, PresentError
 from app.protocol import ErrorMsg, control_adapter, following_adapter, present_adapter
-from app.runner import Runner
-from app.security import MAX_JSON_DEPTH, Guard, TokenBucket, json_depth, short_repr
+from app.run.controls import ControlError
+from app.run.runner import Runner
 from app.settings import Settings
+from app.web.errors import short_repr
+from app.web.guard import Guard
+from app.web.hub import Frame, Hub, Viewer
+from app.web.limits import MAX_JSON_DEPTH, TokenBucket, json_depth
+from app.web.presenter import Presenter, PresentError
 
 log = logging.getLogger("trainingrun.ws")
 router = APIRouter()

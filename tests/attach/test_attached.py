@@ -1,5 +1,5 @@
 """The server's side of an attached run, without torch: the model that turns rank reports into
-hello and step messages (app/attached.py), and the ingest endpoint (app/routes/attach.py)."""
+hello and step messages (app/attached/run.py), and the ingest endpoint (app/routes/attach.py)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,15 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.attached import QUIET_S, AttachedRun, AttachError, step_trace
-from app.history import History
-from app.hub import Frame, Hub
+from app.attached.run import QUIET_S, AttachedRun, AttachError
+from app.attached.trace import step_trace
 from app.protocol import AttachBatch, server_message_adapter
 from app.routes import attach as attach_routes
-from app.security import Guard
-from app.server import create_app
+from app.run.history import History
 from app.settings import Settings
+from app.web.app import create_app
+from app.web.guard import Guard
+from app.web.hub import Frame, Hub
 
 
 class RecordingHub(Hub):

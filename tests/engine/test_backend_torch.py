@@ -36,7 +36,7 @@ def train_json(*args: str) -> tuple[list[dict], dict, str]:
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
-    """One thread, as the product trains (app/cli.py): on a shared machine more threads only
+    """One thread, as the product trains (app/cli/main.py): on a shared machine more threads only
     fight each other."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)

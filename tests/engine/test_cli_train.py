@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
-from app.train_cli import build_parser
+from app.cli.main import main
+from app.cli.train import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ("--gpus", "2", "--servers", "1")

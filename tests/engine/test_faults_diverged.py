@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.cli import main
+from app.cli.main import main
 from app.engine.config import RunConfig
 from app.engine.report import EVENT_KINDS, Diverged
 from app.engine.trainer import Trainer

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from app.cli import main
-from app.labs.cli import _parser
+from app.cli.main import main
+from app.cli.memory import _parser
 
 
 def test_table(capsys) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from app.engine.config import RunConfig
-from app.pipe import WorkerSpec
-from app.worker import Worker
+from app.run.pipe import WorkerSpec
+from app.run.worker import Worker
 
 # Small enough that opening the run and a step take a fraction of a second.
 TINY = RunConfig(

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from app.engine.config import RunConfig
-from app.hub import Frame, Hub
-from app.pipe import Close, Ready, Reply, Request, RunInfo, StepFigures, StepReady, WorkerSpec
-from app.run_choice import RunnerOptions
-from app.worker import Worker
+from app.run.choice import RunnerOptions
+from app.run.pipe import Close, Ready, Reply, Request, RunInfo, StepFigures, StepReady, WorkerSpec
+from app.run.worker import Worker
+from app.web.hub import Frame, Hub
 
 # Small enough that opening the run and a step take a fraction of a second.
 TINY = RunConfig(

@@ -10,8 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.paths import STATIC_DIR
-from app.server import create_app
 from app.settings import Settings
+from app.web.app import create_app
 
 CONTENT_TYPES = {
     ".js": ("text/javascript", "application/javascript"),

@@ -11,10 +11,6 @@ from typing import Any
 
 import pytest
 
-from app import run_events
-from app.history import History
-from app.hub import Frame, Hub
-from app.pipe import StepReady
 from app.protocol import (
     EventMsg,
     HistoryPoint,
@@ -25,10 +21,14 @@ from app.protocol import (
     StepMsg,
     server_message_adapter,
 )
-from app.run_choice import RunnerOptions
-from app.run_view import RunView, snapshot_text, step_frame_text
-from app.runner import Runner
-from app.worker import Worker, run_info
+from app.run import events as run_events
+from app.run.choice import RunnerOptions
+from app.run.history import History
+from app.run.pipe import StepReady
+from app.run.runner import Runner
+from app.run.view import RunView, snapshot_text, step_frame_text
+from app.run.worker import Worker, run_info
+from app.web.hub import Frame, Hub
 
 
 def same_message(text: str, model: Any) -> None:

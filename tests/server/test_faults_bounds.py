@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from app import run_view
-from app.history import History
-from app.pipe import RunInfo, StepFigures, StepReady
-from app.run_view import HISTORY_POINTS, POINTS_KEPT, LossPoints, RunView
-from app.rundir import check_run_dir
+from app.run import view as run_view
+from app.run.history import History
+from app.run.pipe import RunInfo, StepFigures, StepReady
+from app.run.rundir import check_run_dir
+from app.run.view import HISTORY_POINTS, POINTS_KEPT, LossPoints, RunView
 
 FIGURES = dict(epoch=0, grad_norm=1.0, lr=0.01, tokens_total=0, sim_step_s=0.1, wall_step_s=0.01)
 

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from inproc import RecordingHub, options, scripted_worker_main, until
 
-from app.controls import ControlError
-from app.history import History
-from app.pipe import WorkerSpec
 from app.protocol import PauseControl
-from app.runner import Runner
-from app.worker_link import WorkerLink, exit_reason, last_line
+from app.run.controls import ControlError
+from app.run.history import History
+from app.run.pipe import WorkerSpec
+from app.run.runner import Runner
+from app.run.worker_link import WorkerLink, exit_reason, last_line
 
 
 class FlakyHistory(History):

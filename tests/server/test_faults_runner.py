@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from inproc import TINY, RecordingHub, options, poisoned_worker_main, until
 
-from app import runner as runner_module
-from app.history import History, new_run_id
 from app.protocol import ResetControl, ResumeControl, server_message_adapter
-from app.runner import Runner, respawn_delay
+from app.run import runner as runner_module
+from app.run.history import History, new_run_id
+from app.run.runner import Runner, respawn_delay
 
 
 def test_a_diverging_step_pauses_the_run_and_tells_every_viewer(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from app.hub import Frame, Hub
+from app.web.hub import Frame, Hub
 
 
 def test_a_stalled_viewer_keeps_only_the_latest_step_and_every_event() -> None:

@@ -14,13 +14,13 @@ import pytest
 from pydantic import ValidationError
 from wsclient import Client, is_event
 
+from app.cli.serve import settings_from_args
 from app.engine.config import RunConfig
 from app.engine.trace import trace_from_dict
 from app.engine.trainer import Trainer
 from app.labs.content import CLASSROOM_FILE, classroom, load_classroom
 from app.paths import SCENES_DIR
 from app.protocol import PLAN_FIELDS, ResetControl, StepFields
-from app.serve_cli import settings_from_args
 from app.settings import Settings
 
 PLAN_KEYS = {"dp", "tp", "pp", "ep", "microbatches", "schedule", "experts", "top_k"}

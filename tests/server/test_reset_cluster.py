@@ -13,9 +13,9 @@ import httpx
 import pytest
 from wsclient import Client, is_event
 
-from app.controls import ControlError, new_cluster
 from app.engine.config import RunConfig
 from app.protocol import ResetControl, control_adapter
+from app.run.controls import ControlError, new_cluster
 from app.settings import Settings
 
 

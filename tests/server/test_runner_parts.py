@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 from typing import get_args
 
-from app import pipe
-from app.controls import HANDLERS
 from app.engine.config import RunConfig
-from app.pipe import (
+from app.protocol import Control, EventMsg
+from app.run import pipe
+from app.run.controls import HANDLERS
+from app.run.pipe import (
     Ask,
     CheckpointNow,
     FailGpu,
@@ -25,9 +26,8 @@ from app.pipe import (
     StepReady,
     WorkerState,
 )
-from app.protocol import Control, EventMsg
+from app.run.worker import Worker
 from app.settings import Settings
-from app.worker import Worker
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,8 +51,10 @@ def test_every_worker_request_has_a_handler() -> None:
 
 def test_the_runner_and_worker_do_not_import_the_web_settings() -> None:
     code = (
-        "import json, sys, app.runner, app.controls, app.worker, app.worker_link, app.run_view\n"
-        "web = ('app.settings', 'app.server', 'app.routes', 'fastapi', 'starlette')\n"
+        "import json, sys\n"
+        "import app.run.runner, app.run.controls, app.run.worker\n"
+        "import app.run.worker_link, app.run.view\n"
+        "web = ('app.settings', 'app.web.app', 'app.routes', 'fastapi', 'starlette')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(web))))"
     )
     out = subprocess.run(

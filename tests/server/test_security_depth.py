@@ -13,7 +13,7 @@ import pytest
 from wsclient import Client, is_error, is_event
 
 from app.routes import ws as ws_route
-from app.security import MAX_JSON_DEPTH, json_depth
+from app.web.limits import MAX_JSON_DEPTH, json_depth
 
 DEEP = 5000
 

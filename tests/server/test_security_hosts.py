@@ -11,9 +11,10 @@ import pytest
 import websockets
 from wsclient import Client, is_event
 
-from app.security import Guard, split_host
-from app.serve_cli import settings_from_args
+from app.cli.serve import settings_from_args
 from app.settings import Settings
+from app.web.guard import Guard
+from app.web.hosts import split_host
 
 EVIL = "evil.example"
 

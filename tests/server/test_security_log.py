@@ -8,7 +8,7 @@ import logging
 import httpx
 from wsclient import Client
 
-from app.security import RedactTokens
+from app.web.redact import RedactTokens
 
 TOKEN = "presenter-secret-4242"
 

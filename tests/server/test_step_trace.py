@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 from wsclient import Client
 
 from app.engine.trace import expand, lane_sums, trace_from_dict
-from app.history import History
 from app.protocol import StepMsg
 from app.routes import traces
+from app.run.history import History
 
 ARGS = ("--gpus", "8", "--servers", "2", "--speed", "20", "--checkpoint-every", "4")
 

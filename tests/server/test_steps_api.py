@@ -10,8 +10,8 @@ import httpx
 import pytest
 from wsclient import Client
 
-from app.history import History
 from app.protocol import StepsPage
+from app.run.history import History
 
 ARGS = ("--gpus", "8", "--servers", "2", "--speed", "20", "--checkpoint-every", "10")
 

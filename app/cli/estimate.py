@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from app.cli import CommandParser
+from app.cli.parser import CommandParser
 from app.labs.cost import (
     DEFAULT_PUE,
     DEFAULT_UTILISATION,

@@ -17,8 +17,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from app.hub import Frame, Hub, Viewer
 from app.protocol import FollowingMsg, FollowMsg, PresentMsg
+from app.web.hub import Frame, Hub, Viewer
 
 
 class PresentError(Exception):

@@ -1,10 +1,10 @@
 """The runner: starts the training worker, paces it, applies controls, records and publishes.
 
-The Trainer lives in a worker process (app/worker.py), reached through `WorkerLink`
-(app/worker_link.py; the messages are described in app/pipe.py). The runner is the one
+The Trainer lives in a worker process (app/run/worker.py), reached through `WorkerLink`
+(app/run/worker_link.py; the messages are described in app/run/pipe.py). The runner is the one
 place that decides pacing: running, paused or resting (no viewer for a while). Every step
 is in runs.sqlite before any viewer sees it; what viewers see of the run is kept, and turned
-into text, by `RunView` (app/run_view.py). The runner takes plain values (`RunnerOptions`),
+into text, by `RunView` (app/run/view.py). The runner takes plain values (`RunnerOptions`),
 never the web server's settings.
 
 Nothing that goes wrong around the run stops it silently: a step that diverges pauses the
@@ -23,17 +23,17 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from app import run_events
-from app.controls import HANDLERS, ControlError
 from app.engine.config import RunConfig
-from app.history import History
-from app.hub import Frame, Hub
-from app.pipe import Ask, Pace, RunInfo, StepDiverged, StepReady, WorkerSpec, WorkerState
 from app.protocol import LESSON, MAX, Control, EventMsg, RunState, RunStatus
-from app.run_choice import RunnerOptions, choose_run
-from app.run_view import RunView, step_frame_text
-from app.worker import worker_main
-from app.worker_link import WorkerLink, WorkerUnavailable, last_line
+from app.run import events as run_events
+from app.run.choice import RunnerOptions, choose_run
+from app.run.controls import HANDLERS, ControlError
+from app.run.history import History
+from app.run.pipe import Ask, Pace, RunInfo, StepDiverged, StepReady, WorkerSpec, WorkerState
+from app.run.view import RunView, step_frame_text
+from app.run.worker import worker_main
+from app.run.worker_link import WorkerLink, WorkerUnavailable, last_line
+from app.web.hub import Frame, Hub
 
 log = logging.getLogger("trainingrun.runner")
 
@@ -327,7 +327,7 @@ class Runner:
             self.view.changed()
             self.send_pace()
 
-    # --- controls: one handler per action (app/controls.py) --------------------------------
+    # --- controls: one handler per action (app/run/controls.py) --------------------------------
 
     async def control(self, ctl: Control) -> dict[str, Any]:
         """Apply a validated protocol Control. Raises ControlError with a clear message."""

@@ -3,7 +3,7 @@
 It runs in its own interpreter so numpy never competes with the server's event loop for the
 interpreter lock, even with hundreds of viewers. It steps at the pace the runner sets,
 answers requests between steps, and sends every step already serialised. Its only link to
-the server is the pipe; the messages are described in app/pipe.py.
+the server is the pipe; the messages are described in app/run/pipe.py.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from app.engine.config import RunConfig
 from app.engine.report import Event
 from app.engine.timing import REROUTE, preset_info
 from app.engine.trainer import Diverged, Trainer
-from app.pipe import (
+from app.protocol import CheckpointMsg, EventMsg, ProbeMsg, StepFields, TraceMsg
+from app.run.events import fault_injected
+from app.run.pipe import (
     Ask,
     CheckpointNow,
     Close,
@@ -45,8 +47,6 @@ from app.pipe import (
     WorkerSpec,
     WorkerState,
 )
-from app.protocol import CheckpointMsg, EventMsg, ProbeMsg, StepFields, TraceMsg
-from app.run_events import fault_injected
 
 # Events after which the list of checkpoints on disk has changed.
 CHECKPOINT_KINDS = {"checkpoint_saved", "checkpoint_skipped", "restored"}

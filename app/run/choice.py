@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine.config import RunConfig
-from app.history import History, new_run_id
+from app.run.history import History, new_run_id
 
 # Config fields a stored run keeps across restarts unless they are named again: a reset
 # may have changed them.

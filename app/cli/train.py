@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.cli import CommandParser
+from app.cli.parser import CommandParser
 from app.engine import backend
 from app.engine.backend import BACKENDS, DEVICES
 from app.engine.config import RunConfig
@@ -19,7 +19,7 @@ from app.engine.report import Diverged, json_number
 from app.engine.steptrace import FAULT_KINDS
 from app.engine.timing import PRESETS
 from app.engine.trace import bytes_by_kind
-from app.rundir import check_run_dir
+from app.run.rundir import check_run_dir
 
 if TYPE_CHECKING:
     from app.engine.report import StepReport

@@ -21,8 +21,6 @@ from collections.abc import Iterable, Iterator
 from pydantic import TypeAdapter
 
 from app.engine.config import RunConfig
-from app.history import History
-from app.pipe import RunInfo, StepReady, WorkerState
 from app.protocol import (
     CheckpointMsg,
     EventMsg,
@@ -34,7 +32,9 @@ from app.protocol import (
     StepFields,
     StepMsg,
 )
-from app.run_events import restored_after_unclean_stop
+from app.run.events import restored_after_unclean_stop
+from app.run.history import History
+from app.run.pipe import RunInfo, StepReady, WorkerState
 
 HISTORY_POINTS = 2000  # most loss points a snapshot carries
 RECENT_EVENTS = 200

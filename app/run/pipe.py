@@ -1,6 +1,6 @@
 """Messages between the server and its training worker process: one dataclass per kind.
 
-The runner (app/runner.py) starts the worker (app/worker.py) with a `WorkerSpec` and the two
+The runner (app/run/runner.py) starts the worker (app/run/worker.py) with a `WorkerSpec` and the two
 talk over one duplex multiprocessing pipe. Everything that crosses it is one of the classes
 below, so both sides construct and match on types, and a misspelt field is an error rather
 than a silently wrong position. They must stay picklable: the worker is a spawned process.

@@ -9,10 +9,9 @@ import argparse
 import json
 import sys
 
-from app.cli import CommandParser
-
-from .hardware import GPUS, PRECISIONS
-from .memory import FieldError, MemoryResult, compute_memory, format_bytes, format_count
+from app.cli.parser import CommandParser
+from app.labs.hardware import GPUS, PRECISIONS
+from app.labs.memory import FieldError, MemoryResult, compute_memory, format_bytes, format_count
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,9 +1,9 @@
 """The server's end of the pipe to the training worker: start it, talk to it, stop it.
 
-`WorkerLink` spawns the worker process (app/worker.py), reads its messages in a thread of its
+`WorkerLink` spawns the worker process (app/run/worker.py), reads its messages in a thread of its
 own (a blocking pipe read never touches the event loop) and hands each `Reply` to the request
 waiting for it. What a step means and what to do when the worker dies are the runner's
-business: it passes callbacks. The messages are described in app/pipe.py.
+business: it passes callbacks. The messages are described in app/run/pipe.py.
 
 The reader thread is the run's only way in: one message it cannot read or one callback that
 fails is logged and skipped, never allowed to end the thread.
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from app.pipe import (
+from app.run.pipe import (
     Ask,
     Close,
     Fatal,
@@ -37,7 +37,7 @@ from app.pipe import (
     WorkerSpec,
     WorkerState,
 )
-from app.worker import worker_main
+from app.run.worker import worker_main
 
 log = logging.getLogger("trainingrun.runner")
 

@@ -1,5 +1,5 @@
 """`trainingrun watch`: a server with no built-in run, showing a real torch.distributed job
-that reports to it (app/attach/ in the job, app/attached.py here). The page opens at once and
+that reports to it (app/attach/ in the job, app/attached/run.py here). The page opens at once and
 says it is waiting until a job attaches."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import sys
 
 from pydantic import ValidationError
 
-from app.cli import CommandParser
-from app.security import Guard
-from app.serve_cli import LOG_LEVELS, run_server
-from app.server import create_app
+from app.cli.parser import CommandParser
+from app.cli.serve import LOG_LEVELS, run_server
 from app.settings import Settings
+from app.web.app import create_app
+from app.web.guard import Guard
 
 DEFAULT_RUN_DIR = "runs/watch"
 

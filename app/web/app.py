@@ -1,5 +1,5 @@
 """The web server: `create_app(settings)` builds the FastAPI app (`trainingrun serve`, in
-app/serve_cli.py, runs it).
+app/cli/serve.py, runs it).
 
 The app serves the page and its files (gzip-compressed, with cache headers), REST under
 /api, the live stream on /ws and the OpenAPI docs on /docs. Its lifespan starts the training
@@ -18,28 +18,24 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.attached import AttachedRun
-from app.history import History
-from app.hub import Hub
+from app.attached.run import AttachedRun
 from app.paths import STATIC_DIR
-from app.presenter import Presenter
 from app.routes import attach as attach_routes
 from app.routes import http, join, traces, ws
 from app.routes import locale as locale_routes
 from app.routes import steps as steps_routes
 from app.routes import story as story_routes
-from app.runner import Runner
-from app.security import (
-    BodyLimit,
-    BucketsByKey,
-    Guard,
-    HostCheck,
-    install_log_redaction,
-    validation_error_handler,
-)
+from app.run.history import History
+from app.run.runner import Runner
 from app.settings import Settings
+from app.web.errors import validation_error_handler
+from app.web.guard import Guard, HostCheck
+from app.web.hub import Hub
+from app.web.limits import BodyLimit, BucketsByKey
+from app.web.presenter import Presenter
+from app.web.redact import install_log_redaction
+from app.web.statics import CacheHeaders, LeanStaticHeaders
 
 log = logging.getLogger("trainingrun")
 
@@ -54,55 +50,8 @@ except ImportError as exc:  # pragma: no cover - only while the labs are being w
     log.warning("lab routes unavailable (%s); /api/labs/* will 404", exc)
 
 
-class CacheHeaders:
-    """Vendored libraries are pinned, so browsers may keep them; everything else revalidates."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith("/static/"):
-            await self.app(scope, receive, send)
-            return
-        vendor = scope["path"].startswith("/static/vendor/")
-        value = b"public, max-age=604800" if vendor else b"no-cache"
-
-        async def send_with_cache(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = [(k, v) for k, v in message.get("headers", []) if k != b"cache-control"]
-                headers.append((b"cache-control", value))
-                message = {**message, "headers": headers}
-            await send(message)
-
-        await self.app(scope, receive, send_with_cache)
-
-
-class LeanStaticHeaders:
-    """The page's files go out without the headers a browser does not need for them: ETag
-    already makes revalidation cheap (no Last-Modified), and nothing asks for byte ranges. On
-    a first load of some ninety files that is several KB fewer on the wire."""
-
-    DROP = (b"last-modified", b"accept-ranges")
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith("/static/"):
-            await self.app(scope, receive, send)
-            return
-
-        async def send_lean(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = [(k, v) for k, v in message.get("headers", []) if k not in self.DROP]
-                message = {**message, "headers": headers}
-            await send(message)
-
-        await self.app(scope, receive, send_lean)
-
-
 def create_app(settings: Settings | None = None, *, watch: bool = False) -> FastAPI:
-    """`watch`: no built-in run; the page shows a real job that attaches (app/attached.py)."""
+    """`watch`: no built-in run; the page shows a real job that attaches (app/attached/run.py)."""
     settings = settings or Settings()
     guard = Guard(settings)
 

@@ -1,56 +1,47 @@
-"""The `trainingrun` command: `serve` (the default), `train` (headless), `memory` and
-`estimate`."""
+"""The `trainingrun` command: picks the command (`serve`, the default; `watch`, `train`,
+`memory`, `estimate`) and hands it the rest of the command line. Each command is a module of
+its own beside this one, imported only when it runs."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+
+from app.cli.parser import PROG  # argparse only: numpy is not imported yet
 
 # The model's matrices are small: BLAS threads cost more in hand-offs than they gain, and on a
 # small machine they fight the server for cores. Set before numpy is first imported.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-PROG = "trainingrun"
-
-
-class CommandParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line, `trainingrun CMD: message`, exit status 2:
-    the usage block argparse prints first would bury the one thing that went wrong."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message}\n")
-
 
 def _serve(argv: list[str]) -> int:
-    from app.serve_cli import serve_main
+    from app.cli.serve import serve_main
 
     return serve_main(argv)
 
 
 def _watch(argv: list[str]) -> int:
-    from app.watch_cli import watch_main
+    from app.cli.watch import watch_main
 
     return watch_main(argv)
 
 
 def _train(argv: list[str]) -> int:
-    from app.train_cli import train_main
+    from app.cli.train import train_main
 
     return train_main(argv)
 
 
 def _memory(argv: list[str]) -> int:
-    from app.labs.cli import memory_main
+    from app.cli.memory import memory_main
 
     return memory_main(argv)
 
 
 def _estimate(argv: list[str]) -> int:
-    from app.estimate_cli import estimate_main
+    from app.cli.estimate import estimate_main
 
     return estimate_main(argv)
 
@@ -95,7 +86,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: unknown command {command!r} (try {names}, or --help)", file=sys.stderr)
         return 2
     return COMMANDS[command][1](rest)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

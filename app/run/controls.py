@@ -8,22 +8,10 @@ runner's lock, and reach the run only through the runner's public methods.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from app import run_events
 from app.engine.config import RunConfig
 from app.engine.timing import PRESETS
-from app.history import new_run_id
-from app.pipe import (
-    CheckpointNow,
-    FailGpu,
-    Hold,
-    InjectFault,
-    Reset,
-    RunInfo,
-    StepOnce,
-    WorkerState,
-)
 from app.protocol import (
     PLAN_FIELDS,
     CheckpointControl,
@@ -33,12 +21,43 @@ from app.protocol import (
     PauseControl,
     ResetControl,
     ResumeControl,
+    RunState,
     SpeedControl,
     StepControl,
 )
+from app.run import events as run_events
+from app.run.history import History, new_run_id
+from app.run.pipe import (
+    Ask,
+    CheckpointNow,
+    FailGpu,
+    Hold,
+    InjectFault,
+    Reset,
+    RunInfo,
+    StepOnce,
+    WorkerState,
+)
+from app.run.view import RunView
+from app.web.hub import Hub
 
-if TYPE_CHECKING:
-    from app.runner import Runner
+
+class Runner(Protocol):
+    """What a handler may use of the run (app/run/runner.py's `Runner` is one)."""
+
+    state: RunState
+    speed: str | float
+    view: RunView
+    history: History
+    hub: Hub
+
+    async def ask(self, ask: Ask) -> RunInfo | WorkerState | None: ...
+    def send_pace(self) -> None: ...
+    def adopt(self, info: RunInfo, *, reset: bool, unclean: bool = False) -> None: ...
+    def emit(self, e: EventMsg) -> EventMsg: ...
+    def take_state(self, state: WorkerState, *, publish: bool = True) -> None: ...
+    def hello_text(self, can_control: bool) -> str: ...
+    def snapshot_text(self) -> str: ...
 
 
 class ControlError(Exception):

@@ -1,5 +1,5 @@
 """`trainingrun serve`: command-line options and TRAININGRUN_* variables -> Settings, then
-the app (app/server.py) on uvicorn. Every bad value is a one-line error naming the option or
+the app (app/web/app.py) on uvicorn. Every bad value is a one-line error naming the option or
 the variable it came from."""
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.cli import CommandParser
+from app.cli.parser import CommandParser
 from app.engine.config import RunConfig
 from app.engine.plan import SCHEDULES, plan_problems
 from app.engine.timing import PRESETS
 from app.protocol import parse_speed
 from app.routes.join import join_url, lan_address
-from app.rundir import check_run_dir
-from app.security import Guard
-from app.server import WS_MAX_SIZE, create_app
+from app.run.rundir import check_run_dir
 from app.settings import Settings
+from app.web.app import WS_MAX_SIZE, create_app
+from app.web.guard import Guard
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")  # uvicorn's
 
