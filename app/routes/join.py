@@ -1,6 +1,6 @@
 """The join link: the short address students type (or scan) to follow the presenter.
 
-GET /api/join      {"url": ..., "svg": ...}: the link and its QR code (made by app/qr.py)
+GET /api/join      {"url": ..., "svg": ...}: the link and its QR code (drawn by segno)
 GET /join.svg      the QR code alone, as a picture
 
 The link is the address other machines reach this server by: the first --allowed-host, else
@@ -10,15 +10,16 @@ page itself was opened with. It never carries the presenter token.
 
 from __future__ import annotations
 
+import io
 import socket
 from functools import lru_cache
 
+import segno
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from app import qr
-from app.security import split_host
 from app.settings import Settings
+from app.web.hosts import split_host
 
 router = APIRouter()
 WILDCARD = ("0.0.0.0", "::", "")
@@ -60,7 +61,14 @@ def join_url(settings: Settings, request_host: str | None = None) -> str:
 
 @lru_cache(maxsize=16)
 def qr_svg(url: str) -> str:
-    return qr.to_svg(qr.encode(url), title=f"QR code for {url}")
+    """The link as a QR code (level M, as a phone reads it across a room): dark on white with
+    its quiet zone, one unit a module and no fixed size, so the page scales it crisply."""
+    out = io.BytesIO()
+    segno.make(url, error="m", micro=False).save(
+        out, kind="svg", border=4, dark="#000", light="#fff", title=f"QR code for {url}",
+        xmldecl=False, omitsize=True, svgclass=None, lineclass=None,
+    )  # fmt: skip
+    return out.getvalue().decode()
 
 
 @router.get("/api/join")

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from wsclient import Client
 
-from app import qr
+from app.routes.join import qr_svg
 
 TOKEN = "presenter-token-1234"
 
@@ -137,7 +137,7 @@ def test_join_link_and_its_qr_code(srv) -> None:
     assert r.status_code == 200
     body = r.json()
     assert body["url"].startswith("http://") and TOKEN not in body["url"]
-    assert body["svg"] == qr.to_svg(qr.encode(body["url"]), title=f"QR code for {body['url']}")
+    assert body["svg"] == qr_svg(body["url"])  # tests/test_qr.py reads the picture back
     svg = httpx.get(srv.url + "/join.svg", timeout=10)
     assert svg.headers["content-type"].startswith("image/svg+xml") and svg.text == body["svg"]
 
@@ -145,7 +145,7 @@ def test_join_link_and_its_qr_code(srv) -> None:
 def test_serving_on_every_interface_prints_the_join_link(monkeypatch, capsys, tmp_path) -> None:
     import uvicorn
 
-    from app import serve_cli
+    from app.cli import serve as serve_cli
     from app.routes import join
 
     monkeypatch.setattr(uvicorn.Server, "run", lambda self: None)
