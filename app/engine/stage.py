@@ -42,21 +42,15 @@ rule of the timing model, at the busiest GPU of the stage) and its transfers, in
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
+from . import ops
 from .backend import to_numpy, xp
 from .collectives import ring_allreduce_groups_
-from .model import (
-    LN_EPS,
-    ModelConfig,
-    _gelu_backward_,
-    _gelu_forward,
-    _heads_view,
-    _split_heads,
-)
+from .model import ModelConfig
+from .ops import Space
 
 Array = Any
 
@@ -95,54 +89,6 @@ class StageComm:
             self.program.append(("all_to_all", pair_bytes))
 
 
-# Sums and means along an axis are matmuls with a vector of ones (or of 1/n): BLAS does them
-# much faster than numpy's reductions over short rows (as in model.py).
-def _mean_last(z: Array) -> Array:
-    """(..., n) -> (..., 1): the mean over the last axis."""
-    n = z.shape[-1]
-    return xp.matmul(z, xp.full((n, 1), 1.0 / n, dtype=z.dtype))
-
-
-def _softmax_(z: Array) -> None:
-    """Softmax over the last axis, in place.
-
-    Its sums are per-row matmuls, not one matmul over all rows stacked: BLAS may round a row
-    differently depending on where it sits in a big matrix, and GPUs of a TP group that
-    hold the same numbers must compute the same bits."""
-    z -= xp.max(z, axis=-1, keepdims=True)
-    xp.exp(z, out=z)
-    z /= xp.matmul(z, xp.ones((z.shape[-1], 1), dtype=z.dtype))
-
-
-def _sum_tokens(z: Array) -> Array:
-    """(R, N, K) -> (R, K): the sum over the token axis."""
-    return xp.matmul(xp.ones(z.shape[1], dtype=z.dtype), z)
-
-
-def _ln_forward(x: Array, g: Array, b: Array) -> tuple[Array, Array, Array]:
-    xc = x - _mean_last(x)
-    var = _mean_last(xc * xc)
-    var += LN_EPS
-    rstd = 1.0 / xp.sqrt(var)  # (R, N, 1)
-    xhat = xc
-    xhat *= rstd
-    h = xhat * g[:, None, :]
-    h += b[:, None, :]
-    return h, xhat, rstd
-
-
-def _ln_backward(dh: Array, g: Array, xhat: Array, rstd: Array, dg: Array, db: Array) -> Array:
-    """Accumulates the gain and bias gradients; returns the input gradient."""
-    db += _sum_tokens(dh)
-    dxhat = dh * xhat
-    dg += _sum_tokens(dxhat)
-    mean2 = _mean_last(xp.multiply(dh, g[:, None, :], out=dxhat) * xhat)
-    dx = dxhat - _mean_last(dxhat)
-    dx -= xhat * mean2
-    dx *= rstd
-    return dx
-
-
 def _t(a: Array) -> Array:
     return xp.swapaxes(a, -1, -2)
 
@@ -152,7 +98,8 @@ class Stage:
 
     The first stage also embeds the tokens; the last one also applies the final layer norm,
     the head and the cross-entropy loss. Parameters and gradients are dicts of (R, *shard)
-    arrays named as in model.param_shapes."""
+    arrays named as in model.param_shapes. The maths is ops.py's, on fresh arrays: a stage
+    keeps each microbatch's activations until that microbatch's backward pass."""
 
     def __init__(
         self,
@@ -173,8 +120,18 @@ class Stage:
         C, H = cfg.n_embd, cfg.n_head
         self.Ht, self.D, self.Ct, self.Ft = H // tp, C // H, C // tp, 4 * C // tp
         self.Xl = cfg.experts // ep if cfg.experts else 0
-        T = cfg.block_size
-        self.mask = xp.asarray(np.triu(np.full((T, T), -np.inf), k=1))
+        self._spaces: dict[tuple[str, str], Space] = {}
+
+    def _space(self, dtype: Any) -> Space:
+        # Sums along rows one GPU at a time: a TP group's copies must agree bit for bit.
+        key = (str(dtype), repr(xp))
+        sp = self._spaces.get(key)
+        if sp is None:
+            sp = self._spaces[key] = Space(dtype, per_row=True)
+        return sp
+
+    def _reduce(self) -> ops.Reduce:
+        return self.comm.tp_allreduce if self.tp > 1 else None
 
     # ------------------------------------------------------------------ forward
     def forward(
@@ -185,8 +142,8 @@ class Stage:
         *,
         bT: tuple[int, int] | None = None,
     ) -> tuple[Array, dict[str, Any]]:
-        """inp: token ids (R, b, T) on the first stage, else the residual stream (R, b*T, C)
-        with bT = (b, T). targets (R, b, T): on the last stage.
+        """inp: token ids (R, B, T) on the first stage, else the residual stream (R, B*T, C)
+        with bT = (B, T). targets (R, B, T): on the last stage.
 
         Returns (x, ctx) on inner stages, or ((ce, aux), ctx) on the last one: ce (R,) the
         mean cross-entropy of each row's microbatch. aux (R,) is always in ctx["aux"]: the
@@ -196,77 +153,97 @@ class Stage:
         ctx: dict[str, Any] = {"layers": []}
         if self.first:
             idx = xp.asarray(inp)
-            _, b, T = idx.shape
-            N = b * T
-            rows = xp.reshape(idx, (R, N)) + (xp.arange(R) * V)[:, None]  # (R, N)
-            x = xp.take(xp.reshape(P["wte"], (R * V, C)), rows, axis=0)  # (R, N, C)
-            xp.reshape(x, (R, b, T, C))[...] += P["wpe"][:, None, :T, :]
+            _, B, T = idx.shape
+            N = B * T
+            x = xp.empty((R, N, C), dtype=P["wte"].dtype)
+            ops.embed(P["wte"], P["wpe"], idx, out=x)
             ctx["idx"] = idx
             comm.compute(2.0 * N * (V * C + cfg.block_size * C))
         else:
             if bT is None:
-                raise ValueError("a stage past the first needs bT = (b, T) of its input")
+                raise ValueError("a stage past the first needs bT = (B, T) of its input")
             x = inp
-            b, T = bT
-        ctx["bT"] = (b, T)
-        N = b * T
+            B, T = bT
+        ctx["bT"] = (B, T)
+        N = B * T
+        sp = self._space(x.dtype)
         aux = xp.zeros((R,), dtype=x.dtype)
         for i in self.layers:
-            x, saved, a = self._layer_forward(P, f"layers.{i}.", x, b, T)
+            x, saved, a = self._layer_forward(P, f"layers.{i}.", x, B, T, sp)
             ctx["layers"].append(saved)
             aux = aux + a
         ctx["aux"] = aux
         if not self.last:
             return x, ctx
-        hf, xhat, rstd = _ln_forward(x, P["lnf.g"], P["lnf.b"])
-        probs = xp.matmul(hf, P["head"])  # (R, N, V)
-        _softmax_(probs)
+        hf, lnf = self._ln(x, P, "lnf", sp)
+        probs = xp.empty((R, N, V), dtype=x.dtype)
+        ops.output_probs(hf, P["head"], probs, sp)
         tgt = xp.reshape(xp.asarray(targets), (R, N))
-        picked = xp.take_along_axis(probs, tgt[:, :, None], axis=2)[:, :, 0]  # (R, N)
-        ce = -xp.mean(xp.log(picked), axis=1)
+        ce = ops.cross_entropy(probs, tgt)
         comm.compute(2.0 * N * (2 * C + C * V))
-        ctx.update(hf=hf, lnf=(xhat, rstd), probs=probs, tgt=tgt)
+        ctx.update(hf=hf, lnf=lnf, probs=probs, tgt=tgt)
         return (ce, aux), ctx
 
+    @staticmethod
+    def _ln(x: Array, P: dict[str, Array], name: str, sp: Space) -> tuple[Array, tuple]:
+        """The layer norm `name` of x (R, N, C): its output and (xhat, rstd) for the backward."""
+        h, xhat = xp.empty_like(x), xp.empty_like(x)
+        rstd = xp.empty((*x.shape[:-1], 1), dtype=x.dtype)
+        ops.layer_norm(x, P[name + ".g"], P[name + ".b"], out=h, xhat=xhat, rstd=rstd, sp=sp)
+        return h, (xhat, rstd)
+
     def _layer_forward(
-        self, P: dict[str, Array], p: str, x: Array, b: int, T: int
+        self, P: dict[str, Array], p: str, x: Array, B: int, T: int, sp: Space
     ) -> tuple[Array, dict[str, Any], Array]:
         cfg, R, comm = self.cfg, self.R, self.comm
-        C, Ht, D, Ct = cfg.n_embd, self.Ht, self.D, self.Ct
-        N = b * T
+        C, Ht, Ct = cfg.n_embd, self.Ht, self.Ct
+        N, dt = B * T, x.dtype
         s: dict[str, Any] = {}
-        h1, s["ln1_xhat"], s["ln1_rstd"] = _ln_forward(x, P[p + "ln1.g"], P[p + "ln1.b"])
-        qkv = xp.matmul(h1, P[p + "attn.wqkv"])  # (R, N, 3Ct)
-        qkv += P[p + "attn.bqkv"][:, None, :]
-        q, k, v = _split_heads(qkv, R, b, T, Ht, D)  # (R, b, Ht, T, D) each
-        att = xp.matmul(q, _t(k))  # (R, b, Ht, T, T)
-        att *= 1.0 / math.sqrt(D)
-        att += self.mask[:T, :T]
-        _softmax_(att)
-        y = xp.empty((R, N, Ct), dtype=x.dtype)  # heads side by side
-        xp.matmul(att, v, out=_heads_view(y, R, b, T, Ht, D))
-        o = xp.matmul(y, P[p + "attn.wo"])  # (R, N, C), this rank's partial sum
+        h1, (s["ln1_xhat"], s["ln1_rstd"]) = self._ln(x, P, p + "ln1", sp)
+        s.update(
+            h1=h1,
+            qkv=xp.empty((R, N, 3 * Ct), dtype=dt),
+            att=xp.empty((R, B, Ht, T, T), dtype=dt),
+            y=xp.empty((R, N, Ct), dtype=dt),  # heads side by side
+        )
+        o = xp.empty((R, N, C), dtype=dt)  # this rank's partial sum until the all-reduce
         comm.compute(2.0 * N * (2 * C + C * 3 * Ct + 3 * Ct + Ct * C + C))
-        comm.tp_allreduce(o)
-        o += P[p + "attn.bo"][:, None, :]
+        ops.attention(
+            h1,
+            P[p + "attn.wqkv"],
+            P[p + "attn.bqkv"],
+            P[p + "attn.wo"],
+            P[p + "attn.bo"],
+            qkv=s["qkv"],
+            att=s["att"],
+            y=s["y"],
+            out=o,
+            sp=sp,
+            reduce=self._reduce(),
+        )
         x = x + o
-        s.update(h1=h1, qkv=qkv, att=att, y=y)
-        h2, s["ln2_xhat"], s["ln2_rstd"] = _ln_forward(x, P[p + "ln2.g"], P[p + "ln2.b"])
+        h2, (s["ln2_xhat"], s["ln2_rstd"]) = self._ln(x, P, p + "ln2", sp)
         s["h2"] = h2
         if self.Xl:
-            m, aux = self._moe_forward(P, p, h2, b, T, s)
+            m, aux = self._moe_forward(P, p, h2, B, T, s, sp)
         else:
             Ft = self.Ft
-            a = xp.matmul(h2, P[p + "mlp.w1"])  # (R, N, Ft)
-            a += P[p + "mlp.b1"][:, None, :]
-            sig, g = xp.empty_like(a), xp.empty_like(a)
-            _gelu_forward(a, sig, g)
-            m = xp.matmul(g, P[p + "mlp.w2"])  # (R, N, C) partial
+            s.update({k: xp.empty((R, N, Ft), dtype=dt) for k in ("a", "sig", "g")})
+            m = xp.empty((R, N, C), dtype=dt)
             comm.compute(2.0 * N * (2 * C + C * Ft + Ft + Ft * C + C))
-            comm.tp_allreduce(m)
-            m += P[p + "mlp.b2"][:, None, :]
-            s.update(a=a, sig=sig, g=g)
-            aux = xp.zeros((R,), dtype=x.dtype)
+            ops.mlp(
+                h2,
+                P[p + "mlp.w1"],
+                P[p + "mlp.b1"],
+                P[p + "mlp.w2"],
+                P[p + "mlp.b2"],
+                a=s["a"],
+                s=s["sig"],
+                g=s["g"],
+                out=m,
+                reduce=self._reduce(),
+            )
+            aux = xp.zeros((R,), dtype=dt)
         return x + m, s, aux
 
     # -------------------------------------------------------------- experts
@@ -301,40 +278,40 @@ class Stage:
         np.fill_diagonal(out, 0)
         return out
 
+    def _experts(self, P: dict[str, Array], p: str, G: dict[str, Array] | None = None):
+        """This stage's expert weights (and gradients) as (R * Xl, ...) stacks, one per
+        expert instance."""
+        C, Xl, Ft = self.cfg.n_embd, self.Xl, self.Ft
+        shapes = {"moe.w1": (self.R * Xl, C, Ft), "moe.w2": (self.R * Xl, Ft, C)}
+        return tuple(xp.reshape((G or P)[p + k], shape) for k, shape in shapes.items())
+
     def _moe_forward(
-        self, P: dict[str, Array], p: str, h2: Array, b: int, T: int, s: dict[str, Any]
+        self,
+        P: dict[str, Array],
+        p: str,
+        h2: Array,
+        B: int,
+        T: int,
+        s: dict[str, Any],
+        sp: Space,
     ) -> tuple[Array, Array]:
         cfg, R, comm = self.cfg, self.R, self.comm
         C, X, K, Xl, Ft = cfg.n_embd, cfg.experts, cfg.top_k, self.Xl, self.Ft
-        N = b * T
-        logits = xp.matmul(h2, P[p + "moe.router"])  # (R, N, X)
-        probs = logits
-        _softmax_(probs)
-        sel = xp.argsort(-probs, axis=-1, kind="stable")[..., :K]  # (R, N, K)
-        pk = xp.take_along_axis(probs, sel, axis=-1)  # (R, N, K)
-        S = xp.sum(pk, axis=-1, keepdims=True)
-        gate = pk / S
-        # Load balancing, per sequence: f_i (share of the choices) and P_i (mean probability).
-        seq = xp.repeat(xp.arange(R * b), T * K)
-        f = xp.bincount(seq * X + xp.reshape(sel, (-1,)), minlength=R * b * X)
-        f = xp.asarray(xp.reshape(f, (R, b, X)), dtype=h2.dtype) / (T * K)
-        Pm = xp.mean(xp.reshape(probs, (R, b, T, X)), axis=2)  # (R, b, X)
-        aux = AUX_COEF * X * xp.mean(xp.sum(f * Pm, axis=-1), axis=-1)  # (R,)
+        N = B * T
+        routed = ops.route(h2, P[p + "moe.router"], K, B, AUX_COEF, sp)
         comm.compute(2.0 * N * (2 * C + C * X))
 
-        route = self._route(sel)
+        route = self._route(routed["sel"])
         inst, pos, cap = route["inst"], route["pos"], route["cap"]
         tok = route["order"] // K  # source token (row * N + position) of each sorted choice
         # Dispatch: every token's hidden state goes to the GPU holding its expert.
         xin = xp.zeros((R * Xl, cap, C), dtype=h2.dtype)
         xin[inst, pos] = xp.reshape(h2, (R * N, C))[tok]
         comm.all_to_all(self._pair_bytes(route, h2.dtype.itemsize))
-        w1 = xp.reshape(P[p + "moe.w1"], (R * Xl, C, Ft))
-        w2 = xp.reshape(P[p + "moe.w2"], (R * Xl, Ft, C))
-        a = xp.matmul(xin, w1)  # (R*Xl, cap, Ft)
-        sig, g = xp.empty_like(a), xp.empty_like(a)
-        _gelu_forward(a, sig, g)
-        z = xp.matmul(g, w2)  # (R*Xl, cap, C), this tensor rank's partial output
+        w1, w2 = self._experts(P, p)
+        a, sig, g = (xp.empty((R * Xl, cap, Ft), dtype=h2.dtype) for _ in range(3))
+        z = xp.empty((R * Xl, cap, C), dtype=h2.dtype)  # this tensor rank's partial output
+        ops.mlp(xin, w1, None, w2, None, a=a, s=sig, g=g, out=z)
         per_row = xp.sum(xp.reshape(route["cnt"], (R, Xl)), axis=1)
         comm.compute(2.0 * float(per_row.max()) * 2 * C * Ft)
         # Combine: every output goes back to its token's GPU, weighted by its gate.
@@ -342,14 +319,11 @@ class Stage:
         out[route["order"]] = z[inst, pos]
         comm.all_to_all(self._pair_bytes(route, h2.dtype.itemsize).T.copy())
         out = xp.reshape(out, (R, N, K, C))
-        m = xp.matmul(gate[:, :, None, :], out)[:, :, 0, :]  # (R, N, C) partial
-        m = xp.ascontiguousarray(m)
+        m = ops.combine(routed["gate"], out)  # (R, N, C) partial
         comm.compute(2.0 * N * K * C)
         comm.tp_allreduce(m)
-        s.update(
-            probs=probs, sel=sel, S=S, gate=gate, f=f, route=route, xin=xin, a=a,
-            sig=sig, g=g, out=out,
-        )  # fmt: skip
+        aux = routed.pop("aux")
+        s.update(routed, route=route, xin=xin, a=a, sig=sig, g=g, out=out)
         return m, aux
 
     # ----------------------------------------------------------------- backward
@@ -366,34 +340,33 @@ class Stage:
 
         scale: the weight of each of the microbatch's sequences in its replica's loss (the
         cross-entropy of a token weighs scale / T). dout: the gradient of the stage's output
-        (None on the last stage, which starts from its loss)."""
-        cfg, R, comm = self.cfg, self.R, self.comm
+        (None on the last stage, which starts from its loss); it is consumed (the residual
+        stream's gradient accumulates in it). ctx's activations are consumed too."""
+        cfg, comm = self.cfg, self.comm
         C, V = cfg.n_embd, cfg.vocab_size
-        b, T = ctx["bT"]
-        N = b * T
+        B, T = ctx["bT"]
+        N = B * T
         if self.last:
             d = ctx["probs"]  # consumed: becomes d(loss)/d(logits)
-            tgt = ctx["tgt"]
-            ri = xp.repeat(xp.arange(R), N)
-            d[ri, xp.tile(xp.arange(N), R), xp.reshape(tgt, (-1,))] -= 1.0
-            d *= scale / T
+            ops.cross_entropy_backward_(d, ctx["tgt"], scale / T)
+            sp = self._space(d.dtype)
             hf = ctx["hf"]
-            G["head"] += xp.matmul(_t(hf), d)
-            dhf = xp.matmul(d, _t(P["head"]))
-            dx = _ln_backward(dhf, P["lnf.g"], *ctx["lnf"], G["lnf.g"], G["lnf.b"])
+            dhf = xp.empty_like(hf)
+            ops.linear_backward(d, hf, P["head"], G["head"], None, dhf, sp, add=True)
+            dx = xp.zeros_like(hf)
+            xhat, rstd = ctx["lnf"]
+            ops.layer_norm_backward(
+                dhf, P["lnf.g"], xhat, rstd, G["lnf.g"], G["lnf.b"], dx, sp, add=True
+            )
             comm.compute(4.0 * N * (2 * C + C * V))
         else:
             dx = dout
+            sp = self._space(dx.dtype)
         for i, saved in zip(reversed(self.layers), reversed(ctx["layers"]), strict=True):
-            dx = self._layer_backward(P, G, f"layers.{i}.", saved, dx, b, T, scale)
+            self._layer_backward(P, G, f"layers.{i}.", saved, dx, B, T, scale, sp)
         if not self.first:
             return dx
-        idx = ctx["idx"]
-        dwpe = G["wpe"]
-        dwpe[:, :T, :] += xp.sum(xp.reshape(dx, (R, b, T, C)), axis=1)
-        flat = xp.reshape(G["wte"], (R * V, C))
-        rows = xp.reshape(idx, (R, N)) + (xp.arange(R) * V)[:, None]
-        xp.add_at(flat, (xp.reshape(rows, (-1,)),), xp.reshape(dx, (R * N, C)))
+        ops.embed_backward(dx, ctx["idx"], G["wte"], G["wpe"], add=True)
         comm.compute(4.0 * N * (V * C + cfg.block_size * C))
         return None
 
@@ -404,52 +377,67 @@ class Stage:
         p: str,
         s: dict[str, Any],
         dx: Array,
-        b: int,
+        B: int,
         T: int,
         scale: float,
-    ) -> Array:
-        cfg, R, comm = self.cfg, self.R, self.comm
-        C, Ht, D, Ct, Ft = cfg.n_embd, self.Ht, self.D, self.Ct, self.Ft
-        N = b * T
+        sp: Space,
+    ) -> None:
+        """Adds the layer's input gradient into dx (R, N, C), which holds its output's."""
+        cfg, comm = self.cfg, self.comm
+        C, Ct, Ft = cfg.n_embd, self.Ct, self.Ft
+        N = B * T
+        dh = xp.empty_like(dx)  # a sublayer's input gradient, partial until the all-reduce
         if self.Xl:
-            dh2 = self._moe_backward(P, G, p, s, dx, b, T, scale)
+            self._moe_backward(P, G, p, s, dx, dh, B, T, scale, sp)
         else:
-            G[p + "mlp.b2"] += _sum_tokens(dx)
-            G[p + "mlp.w2"] += xp.matmul(_t(s["g"]), dx)
-            dg = xp.matmul(dx, _t(P[p + "mlp.w2"]))  # (R, N, Ft)
-            _gelu_backward_(dg, s["a"], s["sig"], xp.empty_like(dg))  # now d(loss)/d(a)
-            G[p + "mlp.w1"] += xp.matmul(_t(s["h2"]), dg)
-            G[p + "mlp.b1"] += _sum_tokens(dg)
-            dh2 = xp.matmul(dg, _t(P[p + "mlp.w1"]))  # (R, N, C), partial
             comm.compute(4.0 * N * (2 * C + C * Ft + Ft + Ft * C + C))
-            comm.tp_allreduce(dh2)
-        dx = dx + _ln_backward(
-            dh2, P[p + "ln2.g"], s["ln2_xhat"], s["ln2_rstd"], G[p + "ln2.g"], G[p + "ln2.b"]
-        )
-
-        G[p + "attn.bo"] += _sum_tokens(dx)
-        G[p + "attn.wo"] += xp.matmul(_t(s["y"]), dx)
-        dy = xp.matmul(dx, _t(P[p + "attn.wo"]))  # (R, N, Ct)
-        dyh = _heads_view(dy, R, b, T, Ht, D)
-        q, k, v = _split_heads(s["qkv"], R, b, T, Ht, D)
-        dqkv = xp.empty((R, N, 3 * Ct), dtype=dx.dtype)
-        dq, dk, dv = _split_heads(dqkv, R, b, T, Ht, D)
-        att = s["att"]
-        xp.matmul(_t(att), dyh, out=dv)
-        datt = xp.matmul(dyh, _t(v))  # (R, b, Ht, T, T)
-        datt *= att  # softmax backward: P * (dP - sum(P * dP))
-        datt -= att * xp.matmul(datt, xp.ones((T, 1), dtype=datt.dtype))
-        datt *= 1.0 / math.sqrt(D)
-        xp.matmul(datt, k, out=dq)
-        xp.matmul(_t(datt), q, out=dk)
-        G[p + "attn.wqkv"] += xp.matmul(_t(s["h1"]), dqkv)
-        G[p + "attn.bqkv"] += _sum_tokens(dqkv)
-        dh1 = xp.matmul(dqkv, _t(P[p + "attn.wqkv"]))  # (R, N, C), partial
+            ops.mlp_backward(
+                dx,
+                s["h2"],
+                s["a"],
+                s["sig"],
+                s["g"],
+                P[p + "mlp.w1"],
+                P[p + "mlp.w2"],
+                (G[p + "mlp.w1"], G[p + "mlp.b1"], G[p + "mlp.w2"], G[p + "mlp.b2"]),
+                dh=dh,
+                sp=sp,
+                add=True,
+                reduce=self._reduce(),
+            )
+        self._ln_backward(dh, P, G, p + "ln2", s, dx, sp)
+        dh = xp.empty_like(dx)
         comm.compute(4.0 * N * (2 * C + C * 3 * Ct + 3 * Ct + Ct * C + C))
-        comm.tp_allreduce(dh1)
-        return dx + _ln_backward(
-            dh1, P[p + "ln1.g"], s["ln1_xhat"], s["ln1_rstd"], G[p + "ln1.g"], G[p + "ln1.b"]
+        ops.attention_backward(
+            dx,
+            s["h1"],
+            P[p + "attn.wqkv"],
+            P[p + "attn.wo"],
+            s["qkv"],
+            s["att"],
+            s["y"],
+            (G[p + "attn.wqkv"], G[p + "attn.bqkv"], G[p + "attn.wo"], G[p + "attn.bo"]),
+            dh=dh,
+            sp=sp,
+            add=True,
+            reduce=self._reduce(),
         )
+        self._ln_backward(dh, P, G, p + "ln1", s, dx, sp)
+
+    @staticmethod
+    def _ln_backward(
+        dh: Array,
+        P: dict[str, Array],
+        G: dict[str, Array],
+        name: str,
+        s: dict[str, Any],
+        dx: Array,
+        sp: Space,
+    ) -> None:
+        key = name.rsplit(".", 1)[-1]  # ln1 or ln2
+        xhat, rstd = s[key + "_xhat"], s[key + "_rstd"]
+        g, dg, db = P[name + ".g"], G[name + ".g"], G[name + ".b"]
+        ops.layer_norm_backward(dh, g, xhat, rstd, dg, db, dx, sp, add=True)
 
     def _moe_backward(
         self,
@@ -458,51 +446,51 @@ class Stage:
         p: str,
         s: dict[str, Any],
         dm: Array,
-        b: int,
+        dh: Array,
+        B: int,
         T: int,
         scale: float,
-    ) -> Array:
+        sp: Space,
+    ) -> None:
+        """The MoE layer's input gradient into dh (R, N, C), from its output's dm."""
         cfg, R, comm = self.cfg, self.R, self.comm
         C, X, K, Xl, Ft = cfg.n_embd, cfg.experts, cfg.top_k, self.Xl, self.Ft
-        N = b * T
-        route, gate, out = s["route"], s["gate"], s["out"]
+        N = B * T
+        route = s["route"]
         inst, pos, order = route["inst"], route["pos"], route["order"]
         # Gates: d(loss)/d(g_k) = dm . E_k(h); each rank holds a partial E_k, so sum them.
-        dgate = xp.ascontiguousarray(xp.matmul(out, dm[:, :, :, None])[..., 0])  # (R, N, K)
+        dgate, dout = ops.combine_backward(dm, s["gate"], s["out"])  # (R, N, K), (R, N, K, C)
         comm.tp_allreduce(dgate)
-        dout = gate[:, :, :, None] * dm[:, :, None, :]  # (R, N, K, C)
         dz = xp.zeros((R * Xl, route["cap"], C), dtype=dm.dtype)
         dz[inst, pos] = xp.reshape(dout, (R * N * K, C))[order]
         pair_bytes = self._pair_bytes(route, dm.dtype.itemsize)
         comm.all_to_all(pair_bytes)
-        w1 = xp.reshape(P[p + "moe.w1"], (R * Xl, C, Ft))
-        w2 = xp.reshape(P[p + "moe.w2"], (R * Xl, Ft, C))
-        gw1 = xp.reshape(G[p + "moe.w1"], (R * Xl, C, Ft))
-        gw2 = xp.reshape(G[p + "moe.w2"], (R * Xl, Ft, C))
-        gw2 += xp.matmul(_t(s["g"]), dz)
-        dg = xp.matmul(dz, _t(w2))  # (R*Xl, cap, Ft)
-        _gelu_backward_(dg, s["a"], s["sig"], xp.empty_like(dg))
-        gw1 += xp.matmul(_t(s["xin"]), dg)
-        dxin = xp.matmul(dg, _t(w1))  # (R*Xl, cap, C)
+        w1, w2 = self._experts(P, p)
+        gw1, gw2 = self._experts(P, p, G)
+        dxin = xp.empty((R * Xl, route["cap"], C), dtype=dm.dtype)
+        ops.mlp_backward(
+            dz, s["xin"], s["a"], s["sig"], s["g"], w1, w2, (gw1, None, gw2, None),
+            dh=dxin, sp=sp, add=True,
+        )  # fmt: skip
         per_row = xp.sum(xp.reshape(route["cnt"], (R, Xl)), axis=1)
         comm.compute(4.0 * float(per_row.max()) * 2 * C * Ft)
         back = xp.empty((R * N * K, C), dtype=dm.dtype)
         back[order] = dxin[inst, pos]
         comm.all_to_all(pair_bytes.T.copy())
-        dh = xp.sum(xp.reshape(back, (R, N, K, C)), axis=2)  # (R, N, C), partial
+        dh[...] = xp.sum(xp.reshape(back, (R, N, K, C)), axis=2)  # partial
         comm.tp_allreduce(dh)
-        # Router: through the renormalised gates, then the load-balancing loss, then softmax.
-        probs, sel, S = s["probs"], s["sel"], s["S"]
-        dpk = (dgate - xp.sum(dgate * gate, axis=-1, keepdims=True)) / S  # (R, N, K)
-        dp = xp.zeros_like(probs)  # (R, N, X)
-        xp.put_along_axis(dp, sel, dpk, axis=-1)
-        daux = (scale * AUX_COEF * X / T) * s["f"]  # (R, b, X): d(aux)/d(p) at every position
-        xp.reshape(dp, (R, b, T, X))[...] += daux[:, :, None, :]
-        dlogits = probs * (dp - xp.sum(probs * dp, axis=-1, keepdims=True))
-        G[p + "moe.router"] += xp.matmul(_t(s["h2"]), dlogits)
-        dh += xp.matmul(dlogits, _t(P[p + "moe.router"]))
+        ops.route_backward(
+            dgate,
+            s,
+            s["h2"],
+            P[p + "moe.router"],
+            G[p + "moe.router"],
+            dh,
+            aux_weight=scale * AUX_COEF * X / T,
+            sp=sp,
+            add=True,
+        )
         comm.compute(4.0 * N * (2 * C + C * X + K * C))
-        return dh
 
     # ------------------------------------------------------------------ helpers
     def logits_last(self, P: dict[str, Array], idx: Array) -> Array:
