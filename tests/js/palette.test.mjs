@@ -113,8 +113,22 @@ test('a dark background by default, black on the projector, and text that stands
     const ratio = (luminance(p.text) + 0.05) / (luminance(p.background) + 0.05);
     assert.ok(ratio >= 7, `${p.theme}: ${ratio}`);
   }
-  // On a washed-out projector the GPUs are lighter than in the default theme.
+  // On a washed-out projector the GPUs are lighter than in the default theme, and read on
+  // black as text would need to: the dies at least 7:1, the packages at least 4.5:1 (WCAG).
   assert.ok(luminance(proj.gpu) > luminance(def.gpu));
+  const contrast = (a, b) => (Math.max(luminance(a), luminance(b)) + 0.05) / (Math.min(luminance(a), luminance(b)) + 0.05);
+  assert.ok(contrast(proj.gpuIdle, proj.background) >= 7, `${contrast(proj.gpuIdle, proj.background)}`);
+  assert.ok(contrast(proj.gpu, proj.background) >= 4.5, `${contrast(proj.gpu, proj.background)}`);
+});
+
+test('failure red stands far apart from the forward amber and the backward pink', () => {
+  const rgb255 = (hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+  const dist = (a, b) => Math.hypot(...rgb255(a).map((v, i) => v - rgb255(b)[i]));
+  for (const theme of THEMES) {
+    const p = makePalette(spec, theme);
+    assert.ok(dist(p.failure, p.forward) >= 130, `${theme}: ${dist(p.failure, p.forward)}`);
+    assert.ok(dist(p.failure, p.backward) >= 100, `${theme}: ${dist(p.failure, p.backward)}`);
+  }
 });
 
 test('every trace kind has words for the class and a dwell of several seconds', () => {
