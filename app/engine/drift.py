@@ -74,14 +74,14 @@ def side_config(config: RunConfig) -> RunConfig:
 def _train(config: RunConfig, steps: int, shared: bool, run_dir: Path) -> CopiesAfter:
     t = Trainer(config, run_dir, fresh=True)
     try:
+        # Rows that differ must each get their own update (no shortcut).
+        t.shared_update = False
         for _ in range(steps):
             batch, _take = t.loader.next()
-            t._forward_backward(batch.idx, batch.targets)
+            _, work = t.engine.forward_backward(batch.idx, batch.targets)
             if shared:
-                t._allreduce()  # every row now holds the average
-            lr = t.lr_at(t.step + 1)
-            # Rows that differ must each get their own update (no shortcut).
-            t.opt.step(t.params, t.grads, lr, rows_identical=False)
+                t.engine.sync_grads(work)  # every row now holds the average
+            t.engine.update(work, t.lr_at(t.step + 1))
             t.step += 1
         name = t.probe_weights_name
         idx = t._probe_index

@@ -65,16 +65,14 @@ never an exception: the step's report carries `checkpoint_failed` {"step", "reas
 
 Calls are not thread-safe: one thread drives a Trainer.
 
-Two ways to run a step. Data parallelism with a dense model (the default) keeps every
-parameter replica-stacked, one row per GPU, and runs all replicas in one batched forward and
-backward per microbatch (model.py): the fast path. Any other plan (tensor or pipeline
-parallel, or a model with experts) runs through parallel.py, each GPU with its own shards.
-Both give the same numbers (tests/engine/test_parallel_equivalence.py).
+How a step runs depends on the plan, and lives in a step engine (stepengine.py): the same
+sequence of calls whatever the plan, implemented for data parallelism with a dense model
+(replicated.py, the fast path) and for every other plan (sharded.py). Both give the same
+numbers (tests/engine/test_parallel_equivalence.py).
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import math
 import os
@@ -85,45 +83,30 @@ from pathlib import Path
 import numpy as np
 
 from . import model as M
-from .backend import dtype_of, to_numpy, xp
 from .checkpoint import CheckpointSaveError, CheckpointStore, Loaded
 from .cluster import build_topology
-from .collectives import RingTrace, padded_width, ring_allreduce_
 from .config import RunConfig
 from .device import SimGpu
 from .lake import DataError, DataLake, repair_message, tokenize
 from .loader import Loader
-from .optim import AdamW, clip_grad_norm
-from .parallel import DpRing, ShardedModel, StepRun, StepStats
+from .parallel import ShardedModel, StepStats
 from .plan import Plan
+from .replicated import ReplicatedEngine
 from .report import (
     Diverged,
     Event,
-    LinkLoad,
     LoaderStats,
     PlanStats,
     Probe,
     ProbeRoute,
     ProbeToken,
-    RingSummary,
     StepReport,
     restored_event,
 )
-from .steptrace import (
-    FAULT_KINDS,
-    Fault,
-    Walls,
-    data_parallel_trace,
-    plan_shard_holders,
-    slowdowns,
-)
-from .timing import (
-    GRAD_WIRE_BYTES,
-    checkpoint_seconds,
-    checkpoint_writers,
-    data_seconds,
-    get_preset,
-)
+from .sharded import ShardedEngine
+from .stepengine import StepCosts, StepEngine
+from .steptrace import FAULT_KINDS, Fault
+from .timing import get_preset
 from .trace import StepTrace, bytes_by_kind
 
 PROBE_PROMPT = "Once upon a"
@@ -189,7 +172,6 @@ class Trainer:
         self.n_params = M.n_params(self.model_cfg)
         self.config_hash = config.config_hash()
         shapes = M.param_shapes(self.model_cfg)
-        self._shapes = shapes
         try:
             self.ckpt = CheckpointStore(
                 self.run_dir / "checkpoints",
@@ -203,29 +185,15 @@ class Trainer:
             self._check_data()
         except OSError as e:
             raise _run_dir_error(self.run_dir, e) from None
-        G = config.gpus
         self.gpus = [
             SimGpu(id=g.id, server=g.server, capacity=self.preset.memory_bytes)
             for g in self.topology.gpus
         ]
-        # The fast path: data parallel, dense, replica-stacked (see the module docstring).
-        self.replicated = self.plan.data_parallel_only and config.experts == 0
-        self.sharded: ShardedModel | None = None
-        if self.replicated:
-            self.model = M.Model(self.model_cfg)
-            self._grad_buffer()  # before the state: the GPUs bind to the gradient rows too
+        self.engine: StepEngine = _engine_for(
+            config, self.model_cfg, self.plan, self.topology, self.preset
+        )
         self._fresh_state()
-        act = M.activation_bytes(self.model_cfg, config.micro_batch, config.dtype)
-        if self.replicated:
-            for gpu in self.gpus:
-                gpu.activation_bytes = act
-        self.last_stats = StepStats(activation_bytes=[act] * G if self.replicated else [])
-        self._mb_walls: list[tuple[float, float]] = []
-        self._mb_grads: dict | None = None
-        self._memory_key: tuple[int, ...] | None = None
-        self._memory_cache: list = []
         self.restarts = 0
-        self.shared_update = True
         self._scheduled: dict[int, int] = {}
         self._faults: list[Fault] = []  # injected (steptrace.py), keyed by step number
         self._last_saved_step: int | None = None
@@ -315,77 +283,47 @@ class Trainer:
 
     # ---- state --------------------------------------------------------------------------
     def _fresh_state(self) -> None:
-        cfg = self.config
-        if not self.replicated:
-            self.sharded = ShardedModel(
-                self.plan,
-                self.model_cfg,
-                dtype=cfg.dtype,
-                betas=(cfg.beta1, cfg.beta2),
-                eps=cfg.eps,
-                weight_decay=cfg.weight_decay,
-            )
-            full = M.init_params(self.model_cfg, seed=cfg.seed, replicas=1, dtype=cfg.dtype)
-            self.sharded.load({k: v[0] for k, v in full.items()})
-            self.step = 0
-            self.tokens_total = 0
-            self._bind()
-            return
-        self.params = M.init_params(
-            self.model_cfg, seed=cfg.seed, replicas=cfg.gpus, dtype=cfg.dtype
-        )
-        self.opt = AdamW(
-            self.params,
-            betas=(cfg.beta1, cfg.beta2),
-            eps=cfg.eps,
-            weight_decay=cfg.weight_decay,
-        )
+        self.engine.fresh()
+        self.engine.bind(self.gpus)
         self.step = 0
         self.tokens_total = 0
-        self._bind()
-
-    def _bind(self) -> None:
-        if self.sharded is not None:
-            for gpu in self.gpus:
-                params, grads, opt = self.sharded.gpu_arrays(gpu.id)
-                gpu.bind_own(params, grads, opt, self.plan.describe(gpu.id))
-            return
-        opt_state = {f"m.{k}": v for k, v in self.opt.m.items()}
-        opt_state.update({f"v.{k}": v for k, v in self.opt.v.items()})
-        for gpu in self.gpus:
-            gpu.bind(self.params, self.grads, opt_state)
-
-    def _state_arrays(self) -> dict[str, np.ndarray]:
-        """One full copy of everything: GPU 0's (the replicas are identical), or gathered
-        from the shards, so a run can resume under another plan."""
-        if self.sharded is not None:
-            return {
-                f"{kind}.{k}": v
-                for kind in ("p", "m", "v")
-                for k, v in self.sharded.full(kind).items()
-            }
-        arrays = {f"p.{k}": to_numpy(v[0]) for k, v in self.params.items()}
-        arrays.update({f"m.{k}": to_numpy(v[0]) for k, v in self.opt.m.items()})
-        arrays.update({f"v.{k}": to_numpy(v[0]) for k, v in self.opt.v.items()})
-        return arrays
 
     def _restore(self, loaded: Loaded) -> None:
-        a, meta = loaded.arrays, loaded.meta
-        if self.sharded is not None:
-            for kind in ("p", "m", "v"):
-                self.sharded.load({k: a[f"{kind}.{k}"] for k in self._shapes}, into=kind)
-            self.sharded.opt_t = int(meta["opt_t"])
-            self.step = int(meta["step"])
-            self.tokens_total = int(meta["tokens_total"])
-            return
-        for k, v in self.params.items():
-            v[...] = xp.asarray(a[f"p.{k}"])  # broadcast into every GPU's row
-        # The optimizer copies the saved replica into every GPU's row itself.
-        opt_state: dict[str, np.ndarray | int] = {"t": int(meta["opt_t"])}
-        opt_state.update({k: v for k, v in a.items() if k.startswith(("m.", "v."))})
-        self.opt.load_state_dict(opt_state)
-        self.step = int(meta["step"])
-        self.tokens_total = int(meta["tokens_total"])
+        self.engine.restore(loaded.arrays, int(loaded.meta["opt_t"]))
+        self.step = int(loaded.meta["step"])
+        self.tokens_total = int(loaded.meta["tokens_total"])
+
+    @property
+    def last_stats(self) -> StepStats:
+        return self.engine.last_stats
+
+    # The engine's own arrays, for tests and tools that look inside a run: the replicated
+    # engine's stacked params, grads and AdamW (an AttributeError under a plan), or the
+    # sharded model under a plan (None without one).
+    @property
+    def params(self):
+        return self.engine.params  # type: ignore[attr-defined]
+
+    @property
+    def grads(self):
+        return self.engine.grads  # type: ignore[attr-defined]
+
+    @property
+    def opt(self):
+        return self.engine.opt  # type: ignore[attr-defined]
+
+    @property
+    def sharded(self) -> ShardedModel | None:
+        return getattr(self.engine, "sharded", None)
+
+    @property
+    def shared_update(self) -> bool:
+        """Replicated runs: AdamW's update computed once for every (identical) row."""
+        return bool(getattr(self.engine, "shared_update", False))
+
+    @shared_update.setter
+    def shared_update(self, on: bool) -> None:
+        self.engine.shared_update = bool(on)  # type: ignore[attr-defined]
 
     def _skipped_events(self, skipped) -> list[Event]:
         return [
@@ -414,34 +352,19 @@ class Trainer:
         gpu = self._scheduled.pop(self.step + 1, None)
         if gpu is not None:
             events += self.fail_gpu(gpu)
-        cfg, G = self.config, self.config.gpus
+        cfg = self.config
         t_start = time.perf_counter()
 
         t0 = time.perf_counter()
         batch, take = self.loader.next()
         data_wall = time.perf_counter() - t0
 
-        run: StepRun | None = None
-        rings: list[DpRing] = []
-        if self.sharded is None:
-            losses, (fwd_wall, bwd_wall) = self._forward_backward(batch.idx, batch.targets)
-            t0 = time.perf_counter()
-            ring = self._allreduce()
-            ring_wall = time.perf_counter() - t0
-            loss_vals = [float(x) for x in to_numpy(losses)]
-        else:
-            run = self.sharded.run(batch.idx, batch.targets)
-            rings = self.sharded.allreduce(self.topology)
-            # Every GPU reports the loss of the replica it works on.
-            loss_vals = [float(run.losses[self.plan.coords(g)[0]]) for g in range(G)]
-
-        t0 = time.perf_counter()
+        losses, work = self._forward_backward(batch.idx, batch.targets)
+        self.engine.sync_grads(work)
+        loss_vals = [float(x) for x in losses]
         lr = self.lr_at(self.step + 1)
         with np.errstate(invalid="ignore", over="ignore"):  # a diverging step is caught below
-            if self.sharded is None:
-                grad_norm = clip_grad_norm(self.grads, cfg.grad_clip)
-            else:
-                grad_norm = self.sharded.clip(cfg.grad_clip)
+            grad_norm = self.engine.clip(work, cfg.grad_clip)
         why = _divergence(loss_vals, grad_norm, lr)
         if why is not None:
             # Nothing has been updated yet; put the loader back so the state is exactly
@@ -454,19 +377,7 @@ class Trainer:
                 reason=why,
                 events=events,
             )
-        opt_walls: list[float] = []
-        if self.sharded is None:
-            # Every GPU applies the same AdamW update to its own copy. After the all-reduce
-            # the update's inputs are bit-identical on every GPU, so by default it is computed
-            # once and written into each GPU's arrays: the same bits each GPU would get,
-            # without simulating G identical sweeps (tests compare both ways).
-            self.opt.step(self.params, self.grads, lr, rows_identical=self.shared_update)
-        else:
-            for s in range(self.plan.pp):
-                t1 = time.perf_counter()
-                self.sharded.opts[s].step(self.sharded.params[s], self.sharded.grads[s], lr)
-                opt_walls.append(time.perf_counter() - t1)
-        opt_wall = time.perf_counter() - t0
+        self.engine.update(work, lr)
 
         self.step += 1
         tokens = int(batch.idx.size)
@@ -490,40 +401,19 @@ class Trainer:
         if self.step == 1 or (cfg.probe_every and self.step % cfg.probe_every == 0):
             probe = self.probe()
 
-        dp = self.plan.dp
-        batch_bytes = int(batch.idx[0].nbytes + batch.targets[0].nbytes)
-        if run is None:
-            trace = self._replicated_trace(
-                ring,
-                tokens // dp,
-                batch_bytes,
-                ckpt_bytes,
-                Walls(data_wall, self._fb_walls(fwd_wall, bwd_wall), ring_wall, opt_wall),
-                ckpt_wall if ckpt_bytes else None,
-            )
-            ring_summary = self._ring_summary(ring)
-        else:
-            server_of = [g.server for g in self.topology.gpus]
-            writers, per_server = checkpoint_writers(plan_shard_holders(self.plan), server_of)
-            trace, timeline = self.sharded.trace(
-                run,
-                rings,
-                preset=self.preset,
-                topology=self.topology,
-                data_s=data_seconds(self.preset, batch_bytes),
+        done = self.engine.trace(
+            work,
+            StepCosts(
+                step=self.step,
                 data_wall=data_wall,
-                opt_walls=opt_walls,
-                checkpoint_s=checkpoint_seconds(self.preset, ckpt_bytes, per_server)
-                if ckpt_bytes
-                else 0.0,
+                batch_bytes=int(batch.idx[0].nbytes + batch.targets[0].nbytes),
+                tokens=tokens,
+                checkpoint_bytes=ckpt_bytes,
                 checkpoint_wall=ckpt_wall if ckpt_bytes else None,
-                checkpoint_lanes=writers,
-            )
-            peaks = self.sharded.activation_peaks(timeline, run)
-            for g in self.gpus:
-                g.activation_bytes = peaks[g.id]
-            self.last_stats = StepStats(timeline, timeline.bubble_fraction, peaks)
-            ring_summary = self._rings_summary(rings)
+                faults=self._faults,
+            ),
+        )
+        trace = done.trace
         return StepReport(
             step=self.step,
             epoch=epoch,
@@ -536,7 +426,7 @@ class Trainer:
             trace=trace,
             sim_step_s=trace.step_s,
             wall_step_s=time.perf_counter() - t_start,
-            ring=ring_summary,
+            ring=done.ring,
             loader=LoaderStats(
                 workers=cfg.loader_workers,
                 queue_depth=take.queue_depth,
@@ -550,11 +440,16 @@ class Trainer:
                 batches_per_epoch=max(1, self.loader.n_samples // cfg.batch_size),
                 samples_per_epoch=self.loader.n_samples,
             ),
-            memory=self._memory(),
+            memory=self.engine.memory(self.gpus),
             probe=probe,
             events=events,
             plan_stats=self._plan_stats(trace),
         )
+
+    def _forward_backward(self, idx: np.ndarray, targets: np.ndarray):
+        """The step's passes on every GPU: each GPU's loss and the engine's work record (a
+        method of its own, so a test can make one GPU's numbers go wrong inside a step)."""
+        return self.engine.forward_backward(idx, targets)
 
     def _plan_stats(self, trace: StepTrace) -> PlanStats:
         """The plan's figures for the report, from the step's stats and its trace (the data
@@ -571,171 +466,6 @@ class Trainer:
             stage_activation_bytes=[int(b) for b in stages],
             traffic_bytes=bytes_by_kind(trace),
         )
-
-    def _replicated_trace(
-        self,
-        ring: RingTrace,
-        tokens_per_gpu: int,
-        batch_bytes: int,
-        ckpt_bytes: int,
-        walls: Walls,
-        ckpt_wall: float | None,
-    ) -> StepTrace:
-        """The data-parallel step's lanes on the simulated hardware (steptrace.py): every
-        lane alike, the gradients all-reduced in buckets beside the last backward, the
-        checkpoint written by the one GPU that holds the shard."""
-        walls.checkpoint = ckpt_wall
-        return data_parallel_trace(
-            self.preset,
-            ring=ring,
-            server_of=[g.server for g in self.topology.gpus],
-            tensors=[int(np.prod(s)) for s in self._shapes.values()],
-            n_layer=self.config.n_layer,
-            n_params=self.n_params,
-            tokens_per_gpu=tokens_per_gpu,
-            batch_bytes_per_gpu=batch_bytes,
-            microbatches=self.plan.microbatches,
-            checkpoint_bytes=ckpt_bytes,
-            walls=walls,
-            slow=slowdowns(self._faults, self.step, self.topology.ring),
-        )
-
-    def _fb_walls(self, fwd_wall: float, bwd_wall: float) -> list[tuple[float, float]]:
-        """Measured (forward, backward) seconds of each microbatch."""
-        return [(fwd_wall, bwd_wall)] if self.plan.microbatches == 1 else list(self._mb_walls)
-
-    def _forward_backward(self, idx, targets):
-        """Every GPU's forward and backward on its own microbatch, all at once; with several
-        microbatches, one after another, their gradients added up (gradient accumulation).
-
-        Gradients land straight in the flat all-reduce buffer (see `_grad_buffer`).
-        Returns the losses and the measured (forward, backward) seconds."""
-        Mb = self.plan.microbatches
-        if Mb == 1:
-            t0 = time.perf_counter()
-            losses, _ = self.model.forward_backward(self.params, idx, targets, grads=self.grads)
-            dt = time.perf_counter() - t0
-            fwd = self.model.last_forward_s or 0.0
-            return losses, (fwd, max(0.0, dt - fwd))
-        b = idx.shape[1] // Mb
-        total = None
-        self._mb_walls = []
-        if self._mb_grads is None:
-            self._mb_grads = {k: xp.empty_like(v) for k, v in self.grads.items()}
-        for m in range(Mb):
-            t0 = time.perf_counter()
-            sl = slice(m * b, (m + 1) * b)
-            into = self.grads if m == 0 else self._mb_grads
-            losses, _ = self.model.forward_backward(
-                self.params,
-                np.ascontiguousarray(idx[:, sl]),
-                np.ascontiguousarray(targets[:, sl]),
-                grads=into,
-            )
-            if m:
-                for k, g in self.grads.items():
-                    g += into[k]
-            total = losses if total is None else total + losses
-            dt = time.perf_counter() - t0
-            fwd = self.model.last_forward_s or 0.0
-            self._mb_walls.append((fwd, max(0.0, dt - fwd)))
-        # Each microbatch's gradient is of its own mean loss; the step's loss is their mean.
-        for g in self.grads.values():
-            g *= 1.0 / Mb
-        return total / Mb, tuple(sum(w[i] for w in self._mb_walls) for i in range(2))
-
-    def _grad_buffer(self) -> None:
-        """One (G, padded P) buffer holding every GPU's gradients, one row per GPU.
-
-        `self.grads[name]` are views into it, so the model writes gradients where the ring
-        all-reduce reads them, and no gradient is copied on the way."""
-        G = self.config.gpus
-        shapes = M.param_shapes(self.model_cfg)
-        total = sum(int(np.prod(s)) for s in shapes.values())
-        self._grad_elements = total
-        self._grad_flat = xp.zeros((G, padded_width(total, G)), dtype=dtype_of(self.config.dtype))
-        self.grads, off = {}, 0
-        for name, shape in shapes.items():
-            n = int(np.prod(shape))
-            self.grads[name] = xp.reshape(self._grad_flat[:, off : off + n], (G, *shape))
-            off += n
-
-    def _allreduce(self) -> RingTrace:
-        """Average every GPU's gradients with a ring all-reduce over the real topology."""
-        return ring_allreduce_(
-            self._grad_flat,
-            self._grad_elements,
-            ring=self.topology.ring,
-            link_kind=self.topology.link_kind,
-            op="mean",
-            wire_itemsize=GRAD_WIRE_BYTES,  # a mixed-precision cluster sends BF16 gradients
-        )
-
-    def _ring_summary(self, trace: RingTrace) -> RingSummary:
-        by_link = trace.bytes_by_link()
-        kinds = [link.kind for link in self.topology.ring_links]
-        per_kind_bytes = trace.bytes_by_kind()
-        sizes = [b - a for a, b in trace.chunk_bounds]
-        return RingSummary(
-            passes=trace.n_passes,
-            gpus=trace.gpus,
-            elements=trace.elements,
-            chunk_bytes=max(sizes) * trace.itemsize if sizes else 0,
-            bytes_total=trace.bytes_total,
-            bytes_per_gpu=max(trace.bytes_sent_by_gpu()) if trace.gpus else 0,
-            busiest_link_bytes=max(by_link.values()) if by_link else 0,
-            links=[
-                LinkLoad(kind=k, hops=kinds.count(k), bytes=per_kind_bytes.get(k, 0))
-                for k in ("nvlink", "leaf", "spine")
-            ]
-            if trace.gpus > 1
-            else [],
-        )
-
-    def _rings_summary(self, rings: list[DpRing]) -> RingSummary:
-        """The data-parallel all-reduces of a planned step, all groups together: passes and
-        GPUs of the largest group, bytes summed over every group's ring."""
-        traces = [r.trace for r in rings]
-        by_link: dict[tuple[int, int], int] = {}
-        sent = [0] * self.config.gpus
-        hops: dict[str, int] = {}
-        per_kind: dict[str, int] = {}
-        for tr in traces:
-            for k, v in tr.bytes_by_link().items():
-                by_link[k] = by_link.get(k, 0) + v
-            for i, v in enumerate(tr._per_position()):
-                sent[tr.ring[i]] += int(v)
-            if tr.gpus > 1:
-                for kind in tr.links:
-                    hops[kind] = hops.get(kind, 0) + 1
-            for k, v in tr.bytes_by_kind().items():
-                per_kind[k] = per_kind.get(k, 0) + v
-        chunks = [(b - a) * tr.itemsize for tr in traces for a, b in tr.chunk_bounds]
-        return RingSummary(
-            passes=max((tr.n_passes for tr in traces), default=0),
-            gpus=max((tr.gpus for tr in traces), default=0),
-            elements=sum(tr.elements for tr in traces),
-            chunk_bytes=max(chunks, default=0),
-            bytes_total=sum(tr.bytes_total for tr in traces),
-            bytes_per_gpu=max(sent, default=0),
-            busiest_link_bytes=max(by_link.values(), default=0),
-            links=[
-                LinkLoad(kind=k, hops=hops.get(k, 0), bytes=per_kind.get(k, 0))
-                for k in ("nvlink", "leaf", "spine")
-            ]
-            if hops
-            else [],
-        )
-
-    def _memory(self):
-        """Each GPU's memory account. Sizes only change when the arrays do, so it is cached
-        (under a plan the activations follow the step's routing and schedule, so not then)."""
-        if self.sharded is not None:
-            return [g.memory() for g in self.gpus]
-        key = tuple(g.generation for g in self.gpus)
-        if self._memory_key != key:
-            self._memory_key, self._memory_cache = key, [g.memory() for g in self.gpus]
-        return [copy.copy(m) for m in self._memory_cache]
 
     # ---- failures and checkpoints ---------------------------------------------------------
     def schedule_failure(self, step: int, gpu: int) -> None:
@@ -762,7 +492,7 @@ class Trainer:
                 )
         else:
             self._check_gpu(target)
-        if kind != "dead" and not self.replicated:
+        if kind != "dead" and not self.engine.draws_faults:
             raise ValueError(f"a {kind} fault is simulated for data-parallel runs only")
         fault = Fault(kind, target, start, steps)
         if kind == "dead":
@@ -825,7 +555,7 @@ class Trainer:
         meta = {
             "step": self.step,
             "tokens_total": self.tokens_total,
-            "opt_t": self.opt.t if self.sharded is None else self.sharded.opt_t,
+            "opt_t": self.engine.opt_t,
             "loader_position": self.loader.position,
             "epoch": self._epoch_of(self.step),
             # Data order is a pure function of (seed, batch index): this is its whole state.
@@ -838,7 +568,9 @@ class Trainer:
         if self.run_id is not None:
             meta["run_id"] = self.run_id
         try:
-            path, size = self.ckpt.save(self.step, self._state_arrays(), meta, self.config_hash)
+            path, size = self.ckpt.save(
+                self.step, self.engine.state_arrays(), meta, self.config_hash
+            )
         except CheckpointSaveError as e:
             kept = self._last_saved_step
             ev = Event(
@@ -870,18 +602,8 @@ class Trainer:
 
     # ---- looking inside -------------------------------------------------------------------
     def probe(self) -> Probe:
-        route = None
-        if self.sharded is not None:
-            whole, full = self.sharded.whole_model()
-            logits, chosen = whole.probe_last(full, self._prompt_ids)
-            logits = np.asarray(to_numpy(logits), float)
-            weights = np.asarray(full[self.probe_weights_name][0])
-            if chosen:
-                route = [ProbeRoute(layer=i, experts=e, gates=g) for i, (e, g) in enumerate(chosen)]
-        else:
-            logits = M.logits_last(self.params, self._prompt_ids, self.model_cfg)
-            logits = to_numpy(logits).astype(float)
-            weights = to_numpy(self.params[self.probe_weights_name][0])
+        logits, weights, chosen = self.engine.probe(self._prompt_ids, self.probe_weights_name)
+        route = [ProbeRoute(layer=i, experts=e, gates=g) for i, (e, g) in enumerate(chosen)]
         p = np.exp(logits - logits.max())
         p /= p.sum()
         top = np.argsort(-p, kind="stable")[:5]
@@ -891,14 +613,12 @@ class Trainer:
             top=[ProbeToken(token=self.vocab[i], p=float(p[i])) for i in top],
             weights=[float(x) for x in w],
             weights_name=self.probe_weights_name,
-            route=route,
+            route=route or None,
         )
 
     def full_params(self) -> dict[str, np.ndarray]:
         """One full copy of the parameters, in the fixed order (gathered under a plan)."""
-        if self.sharded is not None:
-            return self.sharded.full("p")
-        return {name: to_numpy(self.params[name][0]) for name in self._shapes}
+        return self.engine.full_params()
 
     def params_sha256(self) -> str:
         h = hashlib.sha256()
@@ -909,18 +629,12 @@ class Trainer:
 
     def params_l2(self) -> float:
         """L2 norm of all the parameters, each counted once."""
-        if self.sharded is not None:
-            return self.sharded.params_l2()
-        return math.sqrt(sum(float(np.vdot(p, p)) for p in self.full_params().values()))
+        return self.engine.params_l2()
 
     def replicas_identical(self) -> bool:
         """Do all GPUs hold the same weights, optimizer state and averaged gradients?
         Under a plan: do all GPUs holding the same shard hold the same bits?"""
-        if self.sharded is not None:
-            return self.sharded.copies_identical()
-        arrays = [*self.params.values(), *self.opt.m.values(), *self.opt.v.values()]
-        arrays += list(self.grads.values())
-        return all(bool((v == v[0]).all()) for v in arrays)
+        return self.engine.copies_identical()
 
     def close(self, final_checkpoint: bool = True) -> Event | None:
         ev = None
@@ -945,3 +659,12 @@ def _divergence(losses: list[float], grad_norm: float, lr: float) -> str | None:
     if not math.isfinite(lr):
         return f"the learning rate is {lr}"
     return None
+
+
+def _engine_for(
+    config: RunConfig, model_cfg: M.ModelConfig, plan: Plan, topology, preset
+) -> StepEngine:
+    """Data parallelism with a dense model runs replica-stacked; any other plan sharded."""
+    if plan.data_parallel_only and config.experts == 0:
+        return ReplicatedEngine(config, model_cfg, plan, topology, preset)
+    return ShardedEngine(config, model_cfg, plan, topology, preset)
