@@ -52,24 +52,28 @@ def model_config() -> tuple[ModelConfig, RunConfig]:
 
 
 def bench_torch(seconds: float) -> None:
-    from engine_torch import numpy_tokens_per_s, torch_tokens_per_s
+    from engine_torch import numpy_rates, torch_rates
 
     mc, cfg = model_config()
     print(f"\n1. numpy vs PyTorch CPU eager, default model ({mc}), batch {cfg.batch_size}")
     # Alternate the two so machine noise hits both alike.
     np_runs, torch_runs = [], []
     for _ in range(3):
-        np_runs.append(numpy_tokens_per_s(mc, cfg.batch_size, 1, seconds))
-        t = torch_tokens_per_s(mc, cfg.batch_size, seconds)
+        np_runs.append(numpy_rates(mc, cfg.batch_size, 1, seconds))
+        t = torch_rates(mc, cfg.batch_size, seconds)
         if t is None:
             print("   torch is not installed: `pip install torch==2.13.0` to compare")
-            print(f"   numpy: {statistics.median(np_runs):,.0f} tokens/s")
+            print(f"   numpy: {statistics.median(r.wall for r in np_runs):,.0f} tokens/s")
             return
         torch_runs.append(t)
-    n, t = statistics.median(np_runs), statistics.median(torch_runs)
-    print(f"   numpy  {n:12,.0f} tokens/s   (median of 3)")
-    print(f"   torch  {t:12,.0f} tokens/s   (median of 3)")
-    print(f"   ratio  numpy/torch = {n / t:.2f}x   (target >= 0.6x)")
+    n, t = (statistics.median(r.wall for r in runs) for runs in (np_runs, torch_runs))
+    nc, tc = (statistics.median(r.cpu for r in runs) for runs in (np_runs, torch_runs))
+    print(f"   numpy  {n:12,.0f} tokens/s   (median of 3)   {nc:12,.0f} by CPU time")
+    print(f"   torch  {t:12,.0f} tokens/s   (median of 3)   {tc:12,.0f} by CPU time")
+    print(f"   ratio  numpy/torch = {n / t:.2f}x   (target >= 1.0x)")
+    # Both run on one thread, so on a machine shared with other work the CPU time each step
+    # took is close to what it would take alone, where the wall clock also counts waiting.
+    print(f"          by CPU time  = {nc / tc:.2f}x")
 
 
 def _step_times(gpus: int, servers: int, steps: int, run_dir: Path, **plan) -> list[float]:

@@ -16,78 +16,48 @@ bench/engine.py imports numpy_tokens_per_s and torch_tokens_per_s.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app.engine.backend import blas_threads, set_blas_threads  # noqa: E402
 from app.engine.model import Model, ModelConfig, init_params, n_params  # noqa: E402
 from app.engine.optim import AdamW  # noqa: E402
 
 WARMUP_STEPS = 3
 
 
-def _openblas(op: str):
-    """OpenBLAS's get/set_num_threads as loaded by numpy, or None (another BLAS, not Linux)."""
-    names = (f"scipy_openblas_{op}_num_threads64_", f"openblas_{op}_num_threads64_")
-    names += (f"openblas_{op}_num_threads",)
-    try:
-        with open("/proc/self/maps") as f:
-            libs = {line.split()[-1] for line in f if "openblas" in line.lower()}
-        for path in sorted(libs):
-            lib = ctypes.CDLL(path)
-            for sym in names:
-                fn = getattr(lib, sym, None)
-                if fn is not None:
-                    return fn
-    except OSError:
-        pass
-    return None
+class Rates(NamedTuple):
+    """Tokens per second at the median step time, by the wall clock and by this process's
+    CPU time (time.process_time): on a machine shared with other work the second is close
+    to what the step would take alone, as long as the step runs on one thread."""
+
+    wall: float
+    cpu: float
 
 
-def set_blas_threads(n: int) -> bool:
-    """Ask numpy's OpenBLAS to use n threads; False if that cannot be done from here."""
-    fn = _openblas("set")
-    if fn is None:
-        return False
-    fn(int(n))
-    return True
-
-
-def blas_threads() -> int:
-    """Threads numpy's BLAS (OpenBLAS) will use: asked of the library itself when possible."""
-    fn = _openblas("get")
-    if fn is not None:
-        return int(fn())
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return os.cpu_count() or 1
-
-
-def _time_loop(step, tokens_per_step: int, seconds: float, cpu_time: bool = False) -> float:
-    """Tokens per second at the median step time over about `seconds` (at least 5 steps).
-
-    cpu_time=True times each step by the CPU time this process used (time.process_time) rather
-    than the wall clock: on a machine shared with other work, that is close to what the step
-    would take alone, as long as the step runs on one thread.
-    """
-    clock = time.process_time if cpu_time else time.perf_counter
+def _time_loop(step, tokens_per_step: int, seconds: float) -> Rates:
+    """Time `step` over about `seconds` (at least 5 steps) by both clocks at once."""
     for _ in range(WARMUP_STEPS):
         step()
-    times: list[float] = []
+    walls: list[float] = []
+    cpus: list[float] = []
     start = time.perf_counter()
-    while len(times) < 5 or time.perf_counter() - start < seconds:
-        t0 = clock()
+    while len(walls) < 5 or time.perf_counter() - start < seconds:
+        w0, c0 = time.perf_counter(), time.process_time()
         step()
-        times.append(clock() - t0)
-    return tokens_per_step / max(statistics.median(times), 1e-9)
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return Rates(
+        tokens_per_step / max(statistics.median(walls), 1e-9),
+        tokens_per_step / max(statistics.median(cpus), 1e-9),
+    )
 
 
 def numpy_tokens_per_s(
@@ -96,8 +66,14 @@ def numpy_tokens_per_s(
     """Training tokens per second of the numpy engine: forward_backward + AdamW step.
 
     `batch` is the global batch in sequences, split evenly over `replicas` simulated GPUs.
+    cpu_time=True: by this process's CPU time rather than the wall clock (see Rates).
     """
     return _numpy(cfg, batch, replicas, seconds, optimizer=True, cpu_time=cpu_time)
+
+
+def numpy_rates(cfg: ModelConfig, batch: int, replicas: int, seconds: float) -> Rates:
+    """numpy_tokens_per_s by both clocks, from the same steps."""
+    return _numpy(cfg, batch, replicas, seconds, optimizer=True, cpu_time=None)
 
 
 def _numpy(
@@ -106,9 +82,9 @@ def _numpy(
     replicas: int,
     seconds: float,
     optimizer: bool,
-    cpu_time: bool = False,
+    cpu_time: bool | None = False,
     shared: bool = False,
-) -> float:
+) -> Any:
     """shared=True gives every replica the same microbatch, so their gradients agree as after
     an all-reduce, and takes AdamW's shared update (rows_identical=True)."""
     if batch % replicas:
@@ -130,13 +106,24 @@ def _numpy(
         if optimizer:
             opt.step(params, grads, 1e-3, rows_identical=shared)
 
-    return _time_loop(step, batch * cfg.block_size, seconds, cpu_time)
+    return _pick(_time_loop(step, batch * cfg.block_size, seconds), cpu_time)
+
+
+def _pick(rates: Rates, cpu_time: bool | None) -> Any:
+    """cpu_time None: both clocks (Rates); else the one asked for."""
+    return rates if cpu_time is None else rates.cpu if cpu_time else rates.wall
+
+
+def torch_rates(cfg: ModelConfig, batch: int, seconds: float) -> Rates | None:
+    """torch_tokens_per_s by both clocks, from the same steps (None without torch)."""
+    return torch_tokens_per_s(cfg, batch, seconds, cpu_time=None)
 
 
 def torch_tokens_per_s(
-    cfg: ModelConfig, batch: int, seconds: float, *, cpu_time: bool = False
-) -> float | None:
-    """Training tokens per second of the same model in PyTorch eager (CPU), or None."""
+    cfg: ModelConfig, batch: int, seconds: float, *, cpu_time: bool | None = False
+) -> Any:
+    """Training tokens per second of the same model in PyTorch eager (CPU), or None.
+    cpu_time: as for numpy_tokens_per_s; None gives both clocks (Rates)."""
     try:
         import torch
         import torch.nn.functional as F
@@ -203,7 +190,7 @@ def torch_tokens_per_s(
         model(idx, tgt).backward()
         opt.step()
 
-    return _time_loop(step, batch * T, seconds, cpu_time)
+    return _pick(_time_loop(step, batch * T, seconds), cpu_time)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,6 +13,8 @@ Trainer; arrays made under one backend are not meant for the other.
 
 from __future__ import annotations
 
+import ctypes
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +51,28 @@ def _fill(source: dict[str, Any]) -> None:
 
 
 def _numpy_add_at(a, indices, values) -> None:
-    np.add.at(a, indices, values)
+    """a[indices] += values, every repeated index adding up (np.add.at's meaning).
+
+    np.add.at itself goes element by element and is slow for rows (the embedding's gradient
+    spent more time in it than in any matmul). So the rows bound for one place are summed
+    first (a stable sort, then add.reduceat) and added to it once. The sums round as
+    reduceat rounds, which may differ from np.add.at's running sum in the last bits; they
+    depend only on the values, never on where their rows sit."""
+    indices = indices if isinstance(indices, tuple) else (indices,)
+    values = np.asarray(values)
+    k = len(indices)
+    n = values.shape[0] if values.ndim else 0
+    if values.ndim != 1 + a.ndim - k or any(np.ndim(i) != 1 or len(i) != n for i in indices):
+        np.add.at(a, indices, values)
+        return
+    if n == 0:
+        return
+    flat = np.ravel_multi_index(tuple(np.asarray(i) for i in indices), a.shape[:k])
+    order = np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    sums = np.add.reduceat(values[order], starts, axis=0)
+    a[np.unravel_index(ordered[starts], a.shape[:k])] += sums
 
 
 def _numpy_to_numpy(a) -> np.ndarray:
@@ -130,3 +153,44 @@ def to_numpy(a) -> np.ndarray:
 
 
 _use_numpy()
+
+
+# ---- numpy's BLAS threads ------------------------------------------------------------------
+# The product trains with one BLAS thread (app/cli/main.py sets it before numpy is imported);
+# a process that imported numpy already (a test run, a benchmark) sets it through these.
+def _openblas(op: str):
+    """OpenBLAS's get/set_num_threads as loaded by numpy, or None (another BLAS, not Linux)."""
+    names = (f"scipy_openblas_{op}_num_threads64_", f"openblas_{op}_num_threads64_")
+    names += (f"openblas_{op}_num_threads",)
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "openblas" in line.lower()}
+        for path in sorted(libs):
+            lib = ctypes.CDLL(path)
+            for sym in names:
+                fn = getattr(lib, sym, None)
+                if fn is not None:
+                    return fn
+    except OSError:
+        pass
+    return None
+
+
+def set_blas_threads(n: int) -> bool:
+    """Ask numpy's OpenBLAS to use n threads; False if that cannot be done from here."""
+    fn = _openblas("set")
+    if fn is None:
+        return False
+    fn(int(n))
+    return True
+
+
+def blas_threads() -> int:
+    """Threads numpy's BLAS (OpenBLAS) will use: asked of the library itself when possible."""
+    fn = _openblas("get")
+    if fn is not None:
+        return int(fn())
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return os.cpu_count() or 1

@@ -341,11 +341,17 @@ def hop_seconds(preset: HardwarePreset, nbytes: float, kind: str, rails: int = 1
     A hop between servers may be carried by `rails` NICs at once, each with 1/rails of it."""
     if nbytes <= 0:
         return 0.0
+    bandwidth, latency = _link_cost(preset, kind, rails)
+    return float(nbytes) / bandwidth + latency
+
+
+def _link_cost(preset: HardwarePreset, kind: str, rails: int = 1) -> tuple[float, float]:
+    """(bytes per second, seconds of latency) of one hop over a link of this kind."""
     kind = "nvlink" if kind == "link" else kind
     bandwidth = preset.link_bandwidth(kind)
     if kind in ("leaf", "spine"):
         bandwidth *= max(1, rails)
-    return float(nbytes) / bandwidth + preset.latency_s.get(kind, 0.0)
+    return bandwidth, preset.latency_s.get(kind, 0.0)
 
 
 def rails_of(gpus: Sequence[int], server_of: Sequence[int]) -> int:
@@ -390,12 +396,16 @@ def ring_seconds_by_pass(
     g = len(links)
     if g < 2:
         return []
+    # Every step prices its rings' passes: each link's cost is looked up once, and each hop
+    # is the same sum as hop_seconds.
+    costs = [_link_cost(preset, kind, rails) for kind in links]
     out = []
     for index in range(1, 2 * (g - 1) + 1):
-        hops = [
-            hop_seconds(preset, chunk_bytes[ring_chunk(i, index, g)[1]], links[i], rails)
-            for i in range(g)
-        ]
+        hops = []
+        for i in range(g):
+            nbytes = chunk_bytes[ring_chunk(i, index, g)[1]]
+            bandwidth, latency = costs[i]
+            hops.append(float(nbytes) / bandwidth + latency if nbytes > 0 else 0.0)
         out.append(max(hops))
     return out
 
