@@ -40,9 +40,22 @@ def train(*args: str) -> tuple[list[dict], dict, str]:
     return lines[:-1], lines[-1], proc.stderr
 
 
-def test_default_run_learns_once_upon_a_time(tmp_path):
-    steps, summary, _ = train("--steps", "1000", "--run-dir", str(tmp_path))
-    assert len(steps) == 1000 and summary["steps"] == 1000
+def train_here(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[list[dict], dict, str]:
+    """`trainingrun train --json` run in this process (the command's own code, without
+    starting a Python): its step lines, its summary and what it said on stderr."""
+    capsys.readouterr()
+    assert main(["train", "--json", *args]) == 0
+    out, err = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines[-1]["type"] == "summary"
+    return lines[:-1], lines[-1], err
+
+
+def test_default_run_learns_once_upon_a_time(tmp_path, capsys):
+    # The default run has "time" on top from about step 20 and its loss below 0.4 of the
+    # first step's from about step 40; 100 steps leave room.
+    steps, summary, _ = train_here(capsys, "--steps", "100", "--run-dir", str(tmp_path))
+    assert len(steps) == 100 and summary["steps"] == 100 and summary["gpus"] == 32
     assert summary["final_loss"] <= 0.4 * summary["initial_loss"]
     assert summary["probe"]["prompt"] == "Once upon a"
     assert summary["probe"]["top"][0]["token"] == "time"
@@ -50,20 +63,22 @@ def test_default_run_learns_once_upon_a_time(tmp_path):
     assert steps[0]["type"] == "step" and steps[0]["step"] == 1
 
 
-def test_resume_and_failure_reach_the_same_weights(tmp_path):
-    common = ["--gpus", "8", "--servers", "2", "--checkpoint-every", "50"]
-    _, straight, _ = train("--steps", "100", "--run-dir", str(tmp_path / "a"), *common)
-    _, first, _ = train("--steps", "60", "--run-dir", str(tmp_path / "b"), *common)
-    assert first["steps"] == 60
-    _, resumed, _ = train("--steps", "100", "--run-dir", str(tmp_path / "b"), *common)
-    assert resumed["steps_run"] == 40
+def test_resume_and_failure_reach_the_same_weights(tmp_path, capsys):
+    common = ["--gpus", "8", "--servers", "2", "--checkpoint-every", "5"]
+    _, straight, _ = train_here(capsys, "--steps", "10", "--run-dir", str(tmp_path / "a"), *common)
+    _, first, _ = train_here(capsys, "--steps", "6", "--run-dir", str(tmp_path / "b"), *common)
+    assert first["steps"] == 6
+    _, resumed, _ = train_here(capsys, "--steps", "10", "--run-dir", str(tmp_path / "b"), *common)
+    assert resumed["steps_run"] == 4 and resumed["resumed_from"] == 6
     assert resumed["params_sha256"] == straight["params_sha256"]
-    _, failed, err = train(
-        "--steps", "100", "--run-dir", str(tmp_path / "c"), "--fail-at", "75:3", *common
+    # Failing at step 8 rolls back to the checkpoint of step 5, three steps lost.
+    _, failed, err = train_here(
+        capsys, "--steps", "10", "--run-dir", str(tmp_path / "c"), "--fail-at", "8:3", *common
     )
     assert failed["restarts"] == 1
     assert failed["params_sha256"] == straight["params_sha256"]
-    assert "GPU 3 failed during step 75" in err
+    assert "GPU 3 failed during step 8" in err
+    assert first["params_sha256"] != straight["params_sha256"]  # the runs really moved on
 
 
 def test_bad_arguments_get_clear_errors(tmp_path):

@@ -15,7 +15,7 @@ def _params(trainer: Trainer) -> dict[str, np.ndarray]:
     return {k: np.array(v[0]) for k, v in trainer.params.items()}
 
 
-def test_data_parallel_matches_a_single_device(tmp_path):
+def test_data_parallel_matches_a_single_device(tmp_path, shared_lake):
     results = {}
     for g in (1, 2, 4, 8, 16):
         servers = 2 if g >= 2 else 1
@@ -27,7 +27,7 @@ def test_data_parallel_matches_a_single_device(tmp_path):
             checkpoint_every=0,
             corpus_stories=400,
         )
-        t = Trainer(cfg, tmp_path / f"g{g}")
+        t = Trainer(cfg, shared_lake(tmp_path / f"g{g}", 400))
         try:
             for _ in range(20):
                 t.train_step()
@@ -39,7 +39,7 @@ def test_data_parallel_matches_a_single_device(tmp_path):
     cfg = RunConfig(
         gpus=4, servers=2, batch_size=16, dtype="float64", checkpoint_every=0, corpus_stories=400
     )
-    own = Trainer(cfg, tmp_path / "own")
+    own = Trainer(cfg, shared_lake(tmp_path / "own", 400))
     try:
         own.shared_update = False
         for _ in range(20):
