@@ -154,7 +154,7 @@ def embed_backward(dx: Array, idx: Array, dwte: Array, dwpe: Array, *, add: bool
         dwpe[:, :T, :] = per_pos
         dwte[...] = 0
     # Indexed by (row, token) rather than through a reshape, so the scatter also lands when
-    # dwte is a strided view (the trainer's flat all-reduce buffer).
+    # dwte is a strided view (the replicated engine's flat all-reduce buffer).
     rep = xp.repeat(xp.arange(R), B * T)
     xp.add_at(dwte, (rep, xp.reshape(idx, (R * B * T,))), xp.reshape(dx, (R * B * T, C)))
 

@@ -14,7 +14,7 @@ state alongside. A step:
 3. averages gradients with a real ring all-reduce in each data-parallel group (and, for
    experts, each group of GPUs holding the same experts);
 4. clips by the global norm over all distinct shards; each stage's AdamW then updates every
-   GPU's own rows (trainer.py).
+   GPU's own rows (sharded.py, the step engine that drives all of this).
 
 `trace` then prices every op with the timing model, lays the schedule out in time
 (pipeline.simulate: an op starts when its stage is free and its input has arrived) and

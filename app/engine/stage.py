@@ -38,6 +38,10 @@ in source order (EP rank, then position), whichever plan sent them.
 
 Each op leaves a `program` on the StageComm: its compute (FLOPs, by the 2 x weights x tokens
 rule of the timing model, at the busiest GPU of the stage) and its transfers, in order.
+
+The layers' maths is ops.py's, shared with the replicated model (model.py). A stage hands
+the kernels fresh arrays, kept as the microbatch's activations, and sums along rows one GPU
+at a time, so a TP group's copies of the same numbers stay bit-identical.
 """
 
 from __future__ import annotations
