@@ -246,6 +246,7 @@ class Model:
                 s=sv[s + "sig"],
                 g=sv[s + "g"],
                 out=o,
+                sp=ws,
             )
             x += o
         self._ln(x, params, "lnf", ws, "lnf", "hf")

@@ -44,6 +44,7 @@ Reduce = Callable[[Array], None] | None  # sums a row-parallel product over its 
 
 GELU_K = math.sqrt(2.0 / math.pi)
 GELU_C = 0.044715
+GELU_CAP = 80.0  # the largest exponent the GELU's sigmoid takes (see gelu)
 LN_EPS = 1e-5
 
 
@@ -69,12 +70,18 @@ class Space:
             if kind == "mask":  # additive causal mask: position t sees positions <= t only
                 v = xp.asarray(np.triu(np.full((n, n), -np.inf), k=1), dtype=self.dtype)
             else:
-                v = xp.full((n,), 1.0 if kind == "ones" else 1.0 / n, dtype=self.dtype)
+                fill = {"ones": 1.0, "mean": 1.0 / n, "cap": GELU_CAP}[kind]
+                v = xp.full((n,), fill, dtype=self.dtype)
             self._const[(kind, n)] = v
         return v
 
     def ones(self, n: int) -> Array:
         return self._vector("ones", n)
+
+    def cap(self, n: int) -> Array:
+        """A vector of GELU_CAP: numpy's minimum against a row is ~3x faster than against a
+        scalar, for the same numbers."""
+        return self._vector("cap", n)
 
     def mean(self, n: int) -> Array:
         """A vector of 1/n: a row's dot with it is the row's mean."""
@@ -356,7 +363,7 @@ def attention_backward(
 
 
 # ------------------------------------------------------------------------ MLP and GELU
-def gelu(a: Array, s: Array, out: Array) -> None:
+def gelu(a: Array, s: Array, out: Array, sp: Space) -> None:
     """out = 0.5 a (1 + tanh(u)) with u = k (a + c a^3), i.e. a * sigmoid(2u).
 
     The sigmoid form needs one exp instead of a tanh (numpy's exp is much the faster), and
@@ -368,7 +375,7 @@ def gelu(a: Array, s: Array, out: Array) -> None:
     s += 1.0
     s *= a
     s *= -2.0 * GELU_K  # -2u
-    xp.minimum(s, 80.0, out=s)
+    xp.minimum(s, sp.cap(s.shape[-1]), out=s)
     xp.exp(s, out=s)
     s += 1.0
     xp.divide(1.0, s, out=s)
@@ -402,6 +409,7 @@ def mlp(
     s: Array,
     g: Array,
     out: Array,
+    sp: Space,
     reduce: Reduce = None,
 ) -> None:
     """out (R, N, C) = gelu(h @ w1 + b1) @ w2 + b2 for h (R, N, C); keeps a (the
@@ -411,7 +419,7 @@ def mlp(
     xp.matmul(h, w1, out=a)
     if b1 is not None:
         a += b1[:, None, :]
-    gelu(a, s, g)
+    gelu(a, s, g, sp)
     xp.matmul(g, w2, out=out)
     if reduce is not None:
         reduce(out)

@@ -245,6 +245,7 @@ class Stage:
                 s=s["sig"],
                 g=s["g"],
                 out=m,
+                sp=sp,
                 reduce=self._reduce(),
             )
             aux = xp.zeros((R,), dtype=dt)
@@ -315,7 +316,7 @@ class Stage:
         w1, w2 = self._experts(P, p)
         a, sig, g = (xp.empty((R * Xl, cap, Ft), dtype=h2.dtype) for _ in range(3))
         z = xp.empty((R * Xl, cap, C), dtype=h2.dtype)  # this tensor rank's partial output
-        ops.mlp(xin, w1, None, w2, None, a=a, s=sig, g=g, out=z)
+        ops.mlp(xin, w1, None, w2, None, a=a, s=sig, g=g, out=z, sp=sp)
         per_row = xp.sum(xp.reshape(route["cnt"], (R, Xl)), axis=1)
         comm.compute(2.0 * float(per_row.max()) * 2 * C * Ft)
         # Combine: every output goes back to its token's GPU, weighted by its gate.

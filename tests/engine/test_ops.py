@@ -166,12 +166,12 @@ def test_gelu() -> None:
 
     def fwd(i: dict) -> np.ndarray:
         s, out = np.empty_like(i["a"]), np.empty_like(i["a"])
-        ops.gelu(i["a"], s, out)
+        ops.gelu(i["a"], s, out, _sp())
         return out
 
     def bwd(i: dict, dout: np.ndarray, grads: dict, add: bool) -> None:
         a, s, out = i["a"].copy(), np.empty_like(i["a"]), np.empty_like(i["a"])
-        ops.gelu(a, s, out)
+        ops.gelu(a, s, out, _sp())
         ops.gelu_backward_(dout, a, s, np.empty_like(a))
         grads["a"][...] = grads["a"] + dout if add else dout
 
@@ -198,7 +198,8 @@ def test_mlp(biases: bool) -> None:
     def fwd(i: dict, keep: dict | None = None) -> np.ndarray:
         saved = {k: np.empty((R, N, F)) for k in ("a", "s", "g")}
         out = np.empty((R, N, C))
-        ops.mlp(i["h"], i["w1"], i.get("b1"), i["w2"], i.get("b2"), **saved, out=out)
+        w = (i["w1"], i.get("b1"), i["w2"], i.get("b2"))
+        ops.mlp(i["h"], *w, **saved, out=out, sp=_sp())
         if keep is not None:
             keep.update(saved)
         return out
