@@ -264,7 +264,7 @@ def attention_softmax_(att: Array, sp: Space) -> bool:
 
 # -------------------------------------------------------------------------- attention
 def split_heads(qkv: Array, B: int, T: int, H: int) -> tuple[Array, Array, Array]:
-    """Views q, k, v (R, B, H, T, D) into a fused projection buffer (R, N, 3 * H * D)."""
+    """Views q, k, v (R, B, n_head, T, D) into a fused projection buffer (R, N, 3 C')."""
     R = qkv.shape[0]
     D = qkv.shape[-1] // (3 * H)
     v6 = xp.reshape(qkv, (R, B, T, 3, H, D))
@@ -273,7 +273,8 @@ def split_heads(qkv: Array, B: int, T: int, H: int) -> tuple[Array, Array, Array
 
 
 def heads_view(y: Array, B: int, T: int, H: int) -> Array:
-    """View (R, B, H, T, D) into a (R, N, H * D) buffer whose rows hold the heads side by side."""
+    """View (R, B, n_head, T, D) into a (R, N, C') buffer whose rows hold the heads side by
+    side (C' = n_head * D)."""
     R = y.shape[0]
     D = y.shape[-1] // H
     return xp.permute_dims(xp.reshape(y, (R, B, T, H, D)), (0, 1, 3, 2, 4))
@@ -281,7 +282,7 @@ def heads_view(y: Array, B: int, T: int, H: int) -> Array:
 
 def _scores(q: Array, k: Array, att: Array, sp: Space) -> None:
     T, D = q.shape[-2], q.shape[-1]
-    xp.matmul(q, _t(k), out=att)  # (R, B, H, T, T)
+    xp.matmul(q, _t(k), out=att)  # (R, B, n_head, T, T)
     att *= 1.0 / math.sqrt(D)
     att += sp.causal_mask(T)
 
@@ -346,7 +347,7 @@ def attention_backward(
     D = qkv.shape[-1] // (3 * H)
     dy = sp.scratch("attn.dy", y.shape)
     linear_backward(dout, y, wo, dwo, dbo, dy, sp, add)
-    dyh = heads_view(dy, B, T, H)  # (R, B, H, T, D)
+    dyh = heads_view(dy, B, T, H)  # (R, B, n_head, T, D)
     q, k, v = split_heads(qkv, B, T, H)
     dqkv = sp.scratch("attn.dqkv", qkv.shape)
     dq, dk, dv = split_heads(dqkv, B, T, H)

@@ -283,7 +283,9 @@ class Stage:
         np.fill_diagonal(out, 0)
         return out
 
-    def _experts(self, P: dict[str, Array], p: str, G: dict[str, Array] | None = None):
+    def _experts(
+        self, P: dict[str, Array], p: str, G: dict[str, Array] | None = None
+    ) -> tuple[Array, Array]:
         """This stage's expert weights (and gradients) as (R * Xl, ...) stacks, one per
         expert instance."""
         C, Xl, Ft = self.cfg.n_embd, self.Xl, self.Ft
