@@ -15,18 +15,16 @@ import json
 import sys
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, create_model
 
 from app.engine.trace import GROUPS, KINDS
+from app.options import Options, bounds, config_name, settings_of
+from app.speed import LESSON as LESSON  # the runner's names for the paces, from here
+from app.speed import MAX as MAX
+from app.speed import SPEED_MAX, SPEED_MIN
 
 PROTOCOL_VERSION = 2
 SCENE_NAME = "training-run"
-
-# Speeds a client may ask for: a named pace or a number of steps per second.
-SPEED_MIN = 0.1
-SPEED_MAX = 1000.0
-LESSON = "lesson"  # one step every couple of seconds, so each phase can be watched
-MAX = "max"  # as fast as the engine goes; frames to each viewer are capped and coalesced
 
 # Event kinds the server raises: run control, and what went wrong around the run (a worker
 # that failed, steps not recorded). The engine's own, `diverged` among them, are in report.py.
@@ -38,6 +36,7 @@ CONTROL_EVENT_KINDS = (
     "worker_failed",
     "record_failed",
     "fault_injected",
+    "record_set_aside",
 )
 
 Speed = Literal["lesson", "max"] | Annotated[float, Field(ge=SPEED_MIN, le=SPEED_MAX)]
@@ -60,7 +59,7 @@ class EventMsg(_Out):
         description="engine kind (checkpoint_saved, checkpoint_skipped, checkpoint_failed, "
         "gpu_failed, restored, gpu_replaced, epoch_started, shard_rebuilt) or server kind "
         "(paused, resumed, speed_changed, run_reset, diverged, worker_failed, record_failed, "
-        "fault_injected)"
+        "fault_injected, record_set_aside)"
     )
     step: int
     message: str
@@ -468,6 +467,12 @@ class ErrorMsg(_Out):
     type: Literal["error"] = "error"
     code: str
     message: str
+    dropped: int | None = Field(
+        default=None,
+        ge=1,
+        description="rate_limited: messages refused since the last such error (one a second "
+        "at most)",
+    )
 
 
 # --- presenter and followers (app/web/presenter.py) -----------------------------------------------
@@ -561,7 +566,7 @@ class SpeedControl(_In):
     value: SpeedValue
 
 
-class ResetControl(_In):
+class ResetBase(_In):
     """Start a fresh run (new run_id); the old run's history stays in the database.
 
     Fields left out keep the current run's value. A new cluster shape must be one the server
@@ -572,42 +577,33 @@ class ResetControl(_In):
     """
 
     action: Literal["reset"]
-    seed: StrictInt | None = Field(default=None, ge=0, le=2**31 - 1)
-    preset: str | None = Field(default=None, min_length=1, max_length=64)
-    gpus: StrictInt | None = Field(
-        default=None, ge=1, le=4096, description="simulated GPUs in all (the server's cap)"
-    )
-    servers: StrictInt | None = Field(
-        default=None, ge=1, le=1024, description="servers the GPUs are spread evenly over"
-    )
-    # The plan (app/engine/plan.py). Its rules are the engine's; the bounds are the server's
-    # own (the same as its --tp, --layers, ... options), so no client can ask for more.
-    tp: StrictInt | None = Field(
-        default=None, ge=1, le=64, description="GPUs each layer is split over, in one server"
-    )
-    pp: StrictInt | None = Field(default=None, ge=1, le=32, description="pipeline stages")
-    ep: StrictInt | None = Field(
-        default=None, ge=1, le=64, description="GPUs each layer's experts are shared over"
-    )
-    microbatches: StrictInt | None = Field(
-        default=None, ge=1, le=256, description="microbatches per data-parallel copy"
-    )
-    schedule: str | None = Field(
-        default=None, min_length=1, max_length=16, description="gpipe or 1f1b"
-    )
-    experts: StrictInt | None = Field(
-        default=None, ge=0, le=64, description="experts per MoE layer; 0: a dense MLP"
-    )
-    top_k: StrictInt | None = Field(
-        default=None, ge=1, le=64, description="experts each token is routed to"
-    )
-    n_layer: StrictInt | None = Field(
-        default=None, ge=1, le=32, description="transformer layers (--layers)"
+
+
+def reset_control(table: type[BaseModel]) -> type[ResetBase]:
+    """The reset control for a table of settings (app/options.py): one optional field for each
+    setting a reset may set, named as RunConfig names it, with the setting's bounds and help,
+    so no client can ask for more than the server itself could be started with."""
+    fields: dict[str, Any] = {}
+    for name, on in settings_of(table):
+        if on.reset is None:
+            continue
+        info = table.model_fields[name]
+        kind = StrictInt if info.annotation is int else info.annotation
+        field = Field(default=None, description=info.description, **bounds(info))
+        fields[config_name(name, on)] = (kind | None, field)
+    return create_model(
+        "ResetControl",
+        __base__=ResetBase,
+        __module__=__name__,
+        __doc__=ResetBase.__doc__,
+        **fields,
     )
 
 
-# The plan's fields a reset may set, as RunConfig names them.
-PLAN_FIELDS = ("tp", "pp", "ep", "microbatches", "schedule", "experts", "top_k", "n_layer")
+ResetControl = reset_control(Options)
+
+# The plan's fields a reset may set, as RunConfig names them (app/run/controls.py `new_plan`).
+PLAN_FIELDS = tuple(config_name(n, on) for n, on in settings_of(Options) if on.reset == "plan")
 
 
 class FailGpuControl(_In):
@@ -758,19 +754,6 @@ class AttachBatch(_Report):
 
 
 attach_batch_adapter: TypeAdapter[Any] = TypeAdapter(AttachBatch)
-
-
-def parse_speed(value: str | float) -> str | float:
-    """'lesson', 'max' or a number of steps per second within range; ValueError otherwise."""
-    if isinstance(value, str) and value in (LESSON, MAX):
-        return value
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"speed must be 'lesson', 'max' or a number, not {value!r}") from None
-    if not SPEED_MIN <= number <= SPEED_MAX:
-        raise ValueError(f"speed must be between {SPEED_MIN} and {SPEED_MAX} steps/s")
-    return number
 
 
 # --- the recorded run, page by page (GET /api/steps; the page's rewind) ---------------------

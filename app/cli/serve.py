@@ -10,213 +10,36 @@ import socket
 import sys
 import threading
 import webbrowser
-from typing import Any
 
-from pydantic import ValidationError
-
+from app.cli.flags import add_settings, read_settings
 from app.cli.parser import CommandParser
 from app.engine.config import RunConfig
-from app.engine.plan import SCHEDULES, plan_problems
-from app.engine.timing import PRESETS
-from app.protocol import parse_speed
+from app.engine.plan import plan_problems
+from app.options import plan_names
 from app.routes.join import join_url, lan_address
+from app.run.history import record_in_use
 from app.run.rundir import check_run_dir
 from app.settings import Settings
 from app.web.app import WS_MAX_SIZE, create_app
 from app.web.guard import Guard
 
-LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")  # uvicorn's
 
-
-def _default(name: str) -> Any:
-    return Settings.model_fields[name].default
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(table: type[Settings] = Settings) -> argparse.ArgumentParser:
     p = CommandParser(
         prog="trainingrun serve",
         description="Serve the live training run on a web page. Every option can also be set "
         "as a TRAININGRUN_* environment variable (e.g. TRAININGRUN_PORT=9000); the defaults "
         "below are the built-in ones.",
     )
-    p.add_argument("--host", help=f"address to listen on (default {_default('host')})")
-    p.add_argument(
-        "--port", type=int, help=f"port (default {_default('port')}; 0 picks a free one)"
-    )
-    p.add_argument(
-        "--run-dir", help=f"data lake, checkpoints, runs.sqlite (default ./{_default('run_dir')})"
-    )
-    p.add_argument(
-        "--preset",
-        choices=sorted(PRESETS),
-        help=f"simulated GPU and network hardware (default {_default('preset')})",
-    )
-    p.add_argument("--gpus", type=int, help=f"simulated GPUs in all (default {_default('gpus')})")
-    p.add_argument(
-        "--servers",
-        type=int,
-        help=f"servers the GPUs are spread evenly over (default {_default('servers')})",
-    )
-    p.add_argument(
-        "--seed", type=int, help=f"the run's seed; same seed, same run (default {_default('seed')})"
-    )
-    p.add_argument(
-        "--batch-size",
-        type=int,
-        help=f"global batch in sequences (default {RunConfig.batch_size}, or one per GPU)",
-    )
-    p.add_argument(
-        "--checkpoint-every",
-        type=int,
-        help=f"steps between checkpoints, 0 for none (default {_default('checkpoint_every')})",
-    )
-    p.add_argument(
-        "--layers",
-        type=int,
-        help=f"transformer layers of the model (default {RunConfig.n_layer})",
-    )
-    p.add_argument(
-        "--experts",
-        type=int,
-        help="experts per layer: each layer's MLP becomes a mixture of experts "
-        f"(default {RunConfig.experts}: a dense MLP)",
-    )
-    p.add_argument(
-        "--top-k",
-        type=int,
-        help=f"experts each token is routed to, with --experts (default {RunConfig.top_k})",
-    )
-    p.add_argument(
-        "--tp",
-        type=int,
-        help="tensor parallel: GPUs each layer is split over, inside one server "
-        f"(default {RunConfig.tp})",
-    )
-    p.add_argument(
-        "--pp",
-        type=int,
-        help=f"pipeline parallel: stages the layers are split into (default {RunConfig.pp})",
-    )
-    p.add_argument(
-        "--ep",
-        type=int,
-        help="expert parallel: GPUs that share out each layer's experts, needs --experts "
-        f"(default {RunConfig.ep})",
-    )
-    p.add_argument(
-        "--microbatches",
-        type=int,
-        help="microbatches each data-parallel copy's batch is cut into "
-        f"(default {RunConfig.microbatches})",
-    )
-    p.add_argument(
-        "--schedule",
-        choices=SCHEDULES,
-        help="pipeline schedule: all forwards then all backwards (gpipe), or one forward "
-        f"one backward (1f1b) (default {RunConfig.schedule})",
-    )
-    p.add_argument(
-        "--speed", help="lesson (a step every 2 s, the default), max, or steps per second"
-    )
-    p.add_argument(
-        "--fresh",
-        action="store_true",
-        default=None,
-        help="start a new run, deleting the run dir's checkpoints (default: resume)",
-    )
-    p.add_argument(
-        "--open",
-        dest="open_browser",
-        action="store_true",
-        default=None,
-        help="open the page in the default web browser once the server is up",
-    )
-    p.add_argument("--token", help="presenter token needed for controls on a public server")
-    p.add_argument(
-        "--public", action="store_true", default=None, help="require the token even on loopback"
-    )
-    p.add_argument(
-        "--allowed-host",
-        dest="allowed_hosts",
-        action="append",
-        metavar="NAME",
-        help="another name or IP address people use to reach this server, besides localhost "
-        "and --host (repeatable). Requests for any other name are refused, so a web page "
-        "cannot reach the run by pointing a name of its own at this machine (DNS rebinding). "
-        "For a classroom on --host 0.0.0.0, add the address or name the students type, "
-        "e.g. --allowed-host 192.168.1.20 --allowed-host teacher-pc.local "
-        "(find them with `hostname -I` and `hostname`)",
-    )
-    p.add_argument(
-        "--rest-after",
-        dest="rest_after_s",
-        type=float,
-        metavar="SECONDS",
-        help=f"stop stepping after this many seconds with no viewer, 0 never "
-        f"(default {_default('rest_after_s'):g})",
-    )
-    p.add_argument(
-        "--max-fps",
-        type=float,
-        help=f"most step frames per second sent to each viewer (default {_default('max_fps'):g})",
-    )
-    p.add_argument(
-        "--backend",
-        choices=["numpy", "torch"],
-        help="array library the model's maths runs in: numpy or torch (PyTorch tensors, the "
-        f"same numbers; pip install 'trainingrun[torch]') (default {_default('backend')})",
-    )
-    p.add_argument(
-        "--device",
-        choices=["cpu", "cuda"],
-        help="where the torch backend computes: cpu or cuda (a GPU; falls back to the CPU with "
-        f"a message when CUDA is absent) (default {_default('device')})",
-    )
-    p.add_argument(
-        "--log-level",
-        choices=LOG_LEVELS,
-        help=f"server log level (default {_default('log_level')})",
-    )
+    add_settings(p, "serve", table)
     return p
 
 
-def _settings_error(parser: argparse.ArgumentParser, exc: ValidationError, given: dict) -> str:
-    """One line naming each bad setting as the user gave it: an option or a variable."""
-    options = {a.dest: a.option_strings[-1] for a in parser._actions if a.option_strings}
-    problems = []
-    for err in exc.errors():
-        field = str(err["loc"][0]) if err["loc"] else "settings"
-        if field in given and field in options:
-            where = options[field]
-        else:
-            where = f"TRAININGRUN_{field.upper()}"
-        problems.append(f"{where}: {err['msg']} (got {err.get('input')!r})")
-    return "; ".join(problems)
-
-
-# RunConfig's names for the settings that differ (the rest are the same).
-CONFIG_TO_SETTING = {"n_layer": "layers"}
-NOT_OPTIONS = {"n_head": "the model's heads", "n_embd": "the model's width"}
-
-
-def _plan_problems(parser: argparse.ArgumentParser, settings: Settings, given: dict) -> list[str]:
-    """The plan's rules (the engine's own), each naming the option or the variable the value
-    came from."""
-    options = {a.dest: a.option_strings[-1] for a in parser._actions if a.option_strings}
-
-    def where(field: str) -> str:
-        if field in NOT_OPTIONS:
-            return NOT_OPTIONS[field]
-        name = CONFIG_TO_SETTING.get(field, field)
-        if name in given or name not in settings.model_fields_set:
-            return options.get(name, field)
-        return f"TRAININGRUN_{name.upper()}"
-
-    fields = (
-        "gpus", "batch_size", "n_layer", "experts", "top_k", "tp", "pp", "ep",
-        "microbatches", "schedule", "n_head", "n_embd",
-    )  # fmt: skip
-    return plan_problems(
+def settings_from_args(argv: list[str], table: type[Settings] = Settings) -> Settings:
+    parser = build_parser(table)
+    settings, where = read_settings(parser, "serve", table, parser.parse_args(argv))
+    # The plan's rules (the engine's own), each naming the option or the variable.
+    found = plan_problems(
         gpus=settings.gpus,
         servers=settings.servers,
         n_layer=settings.layers,
@@ -230,36 +53,19 @@ def _plan_problems(parser: argparse.ArgumentParser, settings: Settings, given: d
         schedule=settings.schedule,
         experts=settings.experts,
         top_k=settings.top_k,
-        names={f: where(f) for f in fields},
+        names=plan_names(table, where.all()),
     )
-
-
-def settings_from_args(argv: list[str]) -> Settings:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    given: dict[str, Any] = {k: v for k, v in vars(args).items() if v is not None}
-    if "speed" in given:
-        try:
-            given["speed"] = parse_speed(given["speed"])
-        except ValueError as exc:
-            parser.error(f"--speed: {exc}")
-    try:
-        settings = Settings(**given)
-    except ValidationError as exc:
-        parser.error(_settings_error(parser, exc, given))
-    # Settings from the environment skip argparse's choices; check them the same way.
-    if settings.preset not in PRESETS:
-        parser.error(f"preset must be one of {', '.join(sorted(PRESETS))}, not {settings.preset!r}")
-    if settings.log_level not in LOG_LEVELS:
-        parser.error(f"log level must be one of {', '.join(LOG_LEVELS)}")
-    problems = _plan_problems(parser, settings, given)
-    if problems:
-        parser.error("; ".join(problems))
+    if found:
+        parser.error("; ".join(found))
     try:
         settings.run_config()  # the cluster's shape: gpus over servers, batch over gpus
     except ValueError as exc:
         parser.error(str(exc))
     problem = check_run_dir(settings.run_dir)
+    if problem:
+        parser.error(f"--run-dir: {problem}")
+    # One server per run dir: it holds runs.sqlite exclusively while it runs.
+    problem = record_in_use(settings.db_path)
     if problem:
         parser.error(f"--run-dir: {problem}")
     _choose_backend(parser, settings)
@@ -322,6 +128,8 @@ def run_server(app, settings, url: str) -> int:
     """Open the page if asked, then serve `app` until Ctrl+C (serve and watch share this)."""
     import uvicorn
 
+    from app.web.idle import header_deadline_protocol
+
     if settings.open_browser:
         threading.Timer(1.5, webbrowser.open, args=(url,)).start()
     config = uvicorn.Config(
@@ -334,6 +142,9 @@ def run_server(app, settings, url: str) -> int:
         # compression would redo that work for each viewer and each frame.
         ws_per_message_deflate=False,
         timeout_graceful_shutdown=5,
+        # Sockets that send no complete header, or idle after a response, are closed.
+        http=header_deadline_protocol(settings.header_timeout_s),
+        timeout_keep_alive=settings.keep_alive_s,
     )
     try:
         uvicorn.Server(config).run()

@@ -9,16 +9,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.cli.flags import add_settings, options_of
 from app.cli.parser import CommandParser
 from app.engine import backend
-from app.engine.backend import BACKENDS, DEVICES
 from app.engine.config import RunConfig
 from app.engine.lake import DataError
-from app.engine.plan import SCHEDULES, plan_problems
+from app.engine.plan import plan_problems
 from app.engine.report import Diverged, json_number
 from app.engine.steptrace import FAULT_KINDS
-from app.engine.timing import PRESETS
 from app.engine.trace import bytes_by_kind
+from app.options import Options, config_values, plan_names, problems
 from app.run.rundir import check_run_dir
 
 if TYPE_CHECKING:
@@ -54,23 +54,7 @@ def _fault(text: str) -> tuple[str, int, int]:
     return kind, step_i, target_i
 
 
-# The plan's rules (app/engine/plan.py) say the options' names here.
-OPTION_NAMES = {
-    "gpus": "--gpus",
-    "batch_size": "--batch-size",
-    "n_layer": "--layers",
-    "experts": "--experts",
-    "top_k": "--top-k",
-    "tp": "--tp",
-    "pp": "--pp",
-    "ep": "--ep",
-    "microbatches": "--microbatches",
-    "schedule": "--schedule",
-    "n_head": "the model's heads",
-}
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(table: type[Options] = Options) -> argparse.ArgumentParser:
     d = RunConfig()
     p = CommandParser(
         prog="trainingrun train",
@@ -78,41 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
         "An existing run dir is resumed from its latest checkpoint unless --fresh is given.",
     )
     p.add_argument("--steps", type=int, default=1000, help="train until this step (default 1000)")
-    p.add_argument("--gpus", type=int, default=d.gpus, help=f"GPUs in all (default {d.gpus})")
-    p.add_argument(
-        "--servers",
-        type=int,
-        default=d.servers,
-        help=f"servers the GPUs are spread evenly over (default {d.servers})",
-    )
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=d.seed,
-        help=f"the run's seed; same seed, same run (default {d.seed})",
-    )
-    p.add_argument(
-        "--preset",
-        default=d.preset,
-        choices=sorted(PRESETS),
-        help=f"simulated hardware the step times are for (default {d.preset})",
-    )
-    p.add_argument(
-        "--run-dir", default="runs/train", help="data lake and checkpoints (default runs/train)"
-    )
-    p.add_argument(
-        "--checkpoint-every",
-        type=int,
-        default=d.checkpoint_every,
-        help=f"steps between checkpoints, 0 for none (default {d.checkpoint_every})",
-    )
-    p.add_argument(
-        "--batch-size",
-        type=int,
-        default=None,
-        help=f"global batch in sequences, a multiple of --gpus (default {d.batch_size}, "
-        "or one per GPU)",
-    )
+    add_settings(p, "train", table, with_defaults=True)
+    # What only a headless run has: faults on a timetable, its own data, its precision, its
+    # output.
     p.add_argument(
         "--fail-at",
         type=_fail_at,
@@ -140,61 +92,6 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"precision of the arithmetic (default {d.dtype})",
     )
     p.add_argument(
-        "--layers",
-        type=int,
-        default=d.n_layer,
-        help=f"transformer layers of the model (default {d.n_layer})",
-    )
-    p.add_argument(
-        "--experts",
-        type=int,
-        default=d.experts,
-        help="experts per layer: each layer's MLP becomes a mixture of experts "
-        f"(default {d.experts}: a dense MLP)",
-    )
-    p.add_argument(
-        "--top-k",
-        type=int,
-        default=d.top_k,
-        help=f"experts each token is routed to, with --experts (default {d.top_k})",
-    )
-    p.add_argument(
-        "--tp",
-        type=int,
-        default=d.tp,
-        help="tensor parallel: GPUs that split each layer (by attention heads and MLP "
-        f"columns), inside one server (default {d.tp})",
-    )
-    p.add_argument(
-        "--pp",
-        type=int,
-        default=d.pp,
-        help=f"pipeline parallel: stages the layers are split into (default {d.pp})",
-    )
-    p.add_argument(
-        "--ep",
-        type=int,
-        default=d.ep,
-        help="expert parallel: GPUs that share out each layer's experts, needs --experts "
-        f"(default {d.ep})",
-    )
-    p.add_argument(
-        "--microbatches",
-        type=int,
-        default=d.microbatches,
-        help="microbatches each data-parallel replica's batch is cut into; gradients add "
-        f"up over them (default {d.microbatches})",
-    )
-    p.add_argument(
-        "--schedule",
-        default=d.schedule,
-        choices=list(SCHEDULES),
-        help=f"pipeline schedule: all forwards then all backwards, or one forward one "
-        f"backward (default {d.schedule})",
-    )
-    add_backend_options(p)
-    p.add_argument("--fresh", action="store_true", help="ignore and delete old checkpoints")
-    p.add_argument(
         "--json", action="store_true", help="one JSON object per step on stdout, then a summary"
     )
     p.add_argument(
@@ -205,24 +102,6 @@ def build_parser() -> argparse.ArgumentParser:
         "(open it in https://ui.perfetto.dev): one process per server, one thread per GPU",
     )
     return p
-
-
-def add_backend_options(p: argparse.ArgumentParser) -> None:
-    """--backend and --device: which array library runs the model, and on what."""
-    p.add_argument(
-        "--backend",
-        default="numpy",
-        choices=list(BACKENDS),
-        help="array library the model's maths runs in: numpy (default) or torch "
-        "(PyTorch tensors, same numbers within float32 rounding; pip install 'trainingrun[torch]')",
-    )
-    p.add_argument(
-        "--device",
-        default="cpu",
-        choices=list(DEVICES),
-        help="where the torch backend computes: cpu (default) or cuda (a GPU; falls back to the "
-        "CPU with a message when CUDA is absent)",
-    )
 
 
 def choose_backend(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
@@ -237,31 +116,24 @@ def choose_backend(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     return f"{chosen.name} on {chosen.device}"
 
 
-def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RunConfig:
+def config_from_args(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, table: type[Options] = Options
+) -> RunConfig:
     """The run's config, or a one-line error (exit 2) naming the option that is wrong."""
     if args.steps < 0:
         parser.error(f"--steps must be 0 or more, got {args.steps}")
-    if args.gpus < 1:
-        parser.error(f"--gpus must be at least 1, got {args.gpus}")
-    if args.servers < 1:
-        parser.error(f"--servers must be at least 1, got {args.servers}")
-    if args.gpus % args.servers:
-        parser.error(f"--gpus ({args.gpus}) must divide evenly over --servers ({args.servers})")
-    if args.seed < 0:
-        parser.error(f"--seed must be 0 or more, got {args.seed}")
-    if args.checkpoint_every < 0:
-        parser.error(f"--checkpoint-every must be 0 (off) or more, got {args.checkpoint_every}")
-    if args.batch_size is not None and args.batch_size < 1:
-        parser.error(f"--batch-size must be at least 1, got {args.batch_size}")
-    if args.layers < 1:
-        parser.error(f"--layers must be at least 1, got {args.layers}")
-    problems = plan_problems(
+    values = {name: getattr(args, name) for name in options_of(table, "train")}
+    names = options_of(table, "train")
+    # The plan's rules first: they say the most about the plan's own options (an expert
+    # count below 0 is "a dense MLP or more"); they check nothing that needs a sane --gpus.
+    batch = args.batch_size or (RunConfig.batch_for(args.gpus) if args.gpus >= 1 else 0)
+    found = plan_problems(
         gpus=args.gpus,
         servers=args.servers,
         n_layer=args.layers,
         n_head=RunConfig.n_head,
         n_embd=RunConfig.n_embd,
-        batch_size=args.batch_size or RunConfig.batch_for(args.gpus),
+        batch_size=batch,
         tp=args.tp,
         pp=args.pp,
         ep=args.ep,
@@ -269,10 +141,12 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         schedule=args.schedule,
         experts=args.experts,
         top_k=args.top_k,
-        names=OPTION_NAMES,
-    )
-    if problems:
-        parser.error("; ".join(problems))
+        names=plan_names(table, names),
+    ) or problems(table, values, names)
+    if found:
+        parser.error("; ".join(found))
+    if args.gpus % args.servers:
+        parser.error(f"--gpus ({args.gpus}) must divide evenly over --servers ({args.servers})")
     for step, gpu in args.fail_at:
         if gpu >= args.gpus:
             parser.error(f"--fail-at {step}:{gpu}: GPU must be between 0 and {args.gpus - 1}")
@@ -289,22 +163,12 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
             parser.error(f"--trace-out: {args.trace_out!r} is not a file in an existing folder")
     try:
         return RunConfig(
-            seed=args.seed,
-            gpus=args.gpus,
-            servers=args.servers,
-            preset=args.preset,
-            checkpoint_every=args.checkpoint_every,
-            batch_size=args.batch_size or RunConfig.batch_for(args.gpus),
-            data=str(Path(args.data).resolve()) if args.data else None,
-            dtype=args.dtype,
-            n_layer=args.layers,
-            experts=args.experts,
-            top_k=args.top_k,
-            tp=args.tp,
-            pp=args.pp,
-            ep=args.ep,
-            microbatches=args.microbatches,
-            schedule=args.schedule,
+            **config_values(table, values)
+            | {
+                "batch_size": args.batch_size or RunConfig.batch_for(args.gpus),
+                "data": str(Path(args.data).resolve()) if args.data else None,
+                "dtype": args.dtype,
+            }
         )
     except ValueError as e:  # anything the checks above do not name
         parser.error(str(e))
@@ -321,7 +185,7 @@ def _bar(step: int, start: int, end: int, loss: float, rate: float) -> str:
     )
 
 
-def _opening_note(trainer: Trainer, run_dir: str, steps: int) -> str | None:
+def _opening_note(trainer: Trainer, run_dir: Path, steps: int) -> str | None:
     """What the user should know before the first step: an old run is being continued, or
     there is nothing left to do. None for a new run."""
     if trainer.step >= steps:

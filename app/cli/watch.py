@@ -7,18 +7,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pydantic import ValidationError
-
+from app.cli.flags import add_settings, read_settings
 from app.cli.parser import CommandParser
-from app.cli.serve import LOG_LEVELS, run_server
+from app.cli.serve import run_server
 from app.settings import Settings
 from app.web.app import create_app
 from app.web.guard import Guard
 
-DEFAULT_RUN_DIR = "runs/watch"
 
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(table: type[Settings] = Settings) -> argparse.ArgumentParser:
     p = CommandParser(
         prog="trainingrun watch",
         description="Show a real PyTorch distributed job on the page: start this, then the job "
@@ -26,50 +23,14 @@ def build_parser() -> argparse.ArgumentParser:
         "examples/ddp_tiny.py --report http://127.0.0.1:8000). Options can also be set as "
         "TRAININGRUN_* environment variables.",
     )
-    p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port (default 8000; 0 picks a free one)")
-    p.add_argument(
-        "--run-dir", help=f"where the server keeps its files (default ./{DEFAULT_RUN_DIR})"
-    )
-    p.add_argument(
-        "--token", help="token the job's reporter must send when the server is not loopback-only"
-    )
-    p.add_argument(
-        "--public", action="store_true", default=None, help="require the token even on loopback"
-    )
-    p.add_argument(
-        "--allowed-host",
-        dest="allowed_hosts",
-        action="append",
-        metavar="NAME",
-        help="another name or address the ranks or viewers use to reach this server "
-        "(repeatable; see `trainingrun serve --help`)",
-    )
-    p.add_argument(
-        "--open",
-        dest="open_browser",
-        action="store_true",
-        default=None,
-        help="open the page in the default web browser once the server is up",
-    )
-    p.add_argument("--max-fps", type=float, help="most step frames per second to each viewer")
-    p.add_argument("--log-level", choices=LOG_LEVELS, help="server log level (default info)")
+    add_settings(p, "watch", table)
     return p
 
 
-def settings_from_args(argv: list[str]) -> Settings:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    given = {k: v for k, v in vars(args).items() if v is not None}
-    given.setdefault("run_dir", DEFAULT_RUN_DIR)
-    try:
-        return Settings(**given)
-    except ValidationError as exc:
-        problems = [
-            f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" if e["loc"] else e["msg"]
-            for e in exc.errors()
-        ]
-        parser.error("; ".join(problems))
+def settings_from_args(argv: list[str], table: type[Settings] = Settings) -> Settings:
+    parser = build_parser(table)
+    settings, _where = read_settings(parser, "watch", table, parser.parse_args(argv))
+    return settings
 
 
 def watch_main(argv: list[str] | None = None) -> int:

@@ -42,6 +42,8 @@ log = logging.getLogger("trainingrun.runner")
 RESPAWN_FIRST_S = 1.0
 RESPAWN_MAX_S = 60.0
 WORKED_AFTER_S = 60.0
+# Seconds between tries of the writes the record refused (app/run/history.py holds them).
+RECORD_RETRY_S = 5.0
 
 
 def respawn_delay(attempt: int) -> float:
@@ -70,7 +72,7 @@ class Runner:
         self.hub = hub
         self.history = history
         self.view = RunView(history)
-        self.state: RunState = "running"
+        self.state: RunState = "paused" if options.paused else "running"
         self.speed: str | float = options.speed
         self._worker = WorkerLink(
             on_step=self._take_step,
@@ -90,6 +92,8 @@ class Runner:
         self._respawn_note = ""  # why the worker is being restarted, while it is
         self._record_error: str | None = None  # set while steps cannot be recorded
         self._record_failures = 0
+        self._stuck: str | None = None  # set while no checkpoint is left that trains on
+        self._record_retry: asyncio.Future[None] | None = None
 
     # --- life cycle -----------------------------------------------------------------------
 
@@ -98,9 +102,32 @@ class Runner:
         self._seq = self.history.next_seq() - 1
         config, run_id, fresh = choose_run(self.options, self.history)
         await self._spawn(config, run_id, fresh)
+        aside = self.history.set_aside
+        if aside is not None:  # the record was damaged: said once, and kept in the new one
+            self.emit(
+                run_events.record_set_aside(
+                    self.view.step, moved_to=aside.moved_to.name, reason=aside.reason, why=aside.why
+                )
+            )
         self.hub.on_count_change = self._viewers_changed
         self.send_pace()
         self._arm_rest_timer()
+        self._record_retry = asyncio.ensure_future(self._retry_record())
+
+    async def _retry_record(self) -> None:
+        """Writes the record refused are tried again every few seconds, so a paused run
+        (nothing new to write) is not left with a health problem after storage is back."""
+        assert self._loop is not None
+        while not self._stopping:
+            await asyncio.sleep(RECORD_RETRY_S)
+            if self._record_error is None and self.history.write_problem is None:
+                continue
+            caught_up = False
+            with contextlib.suppress(Exception):
+                caught_up = await self._loop.run_in_executor(None, self.history.retry)
+            if caught_up and self.history.write_problem is None and self._record_error:
+                log.warning("the run record caught up after %d failed steps", self._record_failures)
+                self._record_error, self._record_failures = None, 0
 
     async def _spawn(self, config: RunConfig, run_id: str, fresh: bool) -> None:
         # The record is the truth about what happened: resume from no checkpoint of steps it
@@ -124,6 +151,8 @@ class Runner:
         self._stopping = True
         if self._rest_timer:
             self._rest_timer.cancel()
+        if self._record_retry is not None:
+            self._record_retry.cancel()
         if self._respawn_task:
             self._respawn_task.cancel()
         state = await self._worker.close()
@@ -180,6 +209,7 @@ class Runner:
         self._loop.call_soon_threadsafe(self.emit, event)
 
     def _on_step(self, seq: int, msg: StepReady, frame: Frame) -> None:
+        self._stuck = None
         if self.view.take_step(seq, msg, frame.text):
             self.hub.publish(frame)
         # else: a step of a run that was just reset: recorded, not shown
@@ -189,6 +219,9 @@ class Runner:
         if msg.run_id != self.view.run_id:
             return  # the run was reset meanwhile
         self.take_state(msg.state)  # and the events the step raised before it diverged
+        if msg.event.detail.get("exhausted"):
+            # Every checkpoint it fell back to diverged at once: trying again cannot help.
+            self._stuck = "no checkpoint is left that trains on; reset the run"
         if self.state != "paused":
             self.state = "paused"
             self.view.changed()
@@ -254,6 +287,8 @@ class Runner:
 
     def adopt(self, info: RunInfo, *, reset: bool, unclean: bool = False) -> None:
         """Take on a run the worker has just opened (at start, after a crash, on reset)."""
+        if reset:
+            self._stuck = None
         for e in self.view.adopt(info, reset=reset, unclean=unclean):
             self.emit(e)
 
@@ -291,8 +326,12 @@ class Runner:
             return self._worker.last_failure or "the training worker is not running"
         if not self._worker.reader_alive:
             return "the thread that reads from the training worker has stopped"
+        if self.history.write_problem is not None:
+            return f"the run record cannot be written: {self.history.write_problem}"
         if self._record_error is not None:
             return f"steps are not being recorded: {self._record_error}"
+        if self._stuck is not None:
+            return self._stuck
         return None
 
     def status(self) -> RunStatus:
@@ -307,7 +346,7 @@ class Runner:
     # --- resting while nobody watches -----------------------------------------------------
 
     def _viewers_changed(self, count: int) -> None:
-        self.view.changed()
+        # Nothing the snapshot is built from changed: its count of viewers is spliced in.
         if count > 0 and self.state == "resting":
             self.state = "running"
             self.send_pace()

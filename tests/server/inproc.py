@@ -42,6 +42,7 @@ def options(run_dir: Path, config: RunConfig = TINY, speed: str | float = 50.0) 
         explicit=frozenset(),
         fresh=False,
         speed=speed,
+        paused=False,
         lesson_interval_s=2.0,
         rest_after_s=0,
     )

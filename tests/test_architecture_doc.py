@@ -1,0 +1,108 @@
+"""docs/architecture.md names the code as it is: no module missing, no name that is gone.
+
+The page writes every path from the repository root (`app/run/view.py`,
+`static/js/ui/hud.js`, `scenes/`), in the map and in the feature table alike. These tests
+read the page as plain text and check that
+
+- every Python module under `app/` is named by its path (an `__init__.py` need not be: its
+  package is named by its folder, `app/run/`, and every package folder must be);
+- every path the page names (Python, browser, CSS, scene data, tests, benches, docs; a
+  glob such as `app/labs/*.py` must match something) exists;
+- no file is named by a bare or folder-relative name (`` `view.py` ``, `` `ui/hud.js` ``),
+  which a reader could not place and these tests could not check.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "architecture.md"
+TOP_FOLDERS = ("app", "static", "scenes", "tests", "bench", "examples", "docs")
+ROOTED = tuple(f + "/" for f in TOP_FOLDERS)
+
+# A path from the repository root: starts with one of the top folders, not preceded by a
+# character that would make it part of a longer path or URL (`/static/js/main.js` on the
+# wire is not a file name).
+PATH_RE = re.compile(r"(?<![\w./-])((?:" + "|".join(TOP_FOLDERS) + r")/[\w./*-]*)")
+CODE_SPAN_RE = re.compile(r"`([^`\n]+)`")
+FENCE_RE = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def named_paths(text: str) -> set[str]:
+    """Every root-relative path the text names, trailing sentence punctuation removed."""
+    return {m.group(1).rstrip(".,;:") for m in PATH_RE.finditer(text)}
+
+
+def bare_file_names(text: str) -> set[str]:
+    """Code spans naming a .py or .js file by anything but its path from the root."""
+    prose = FENCE_RE.sub("", text)
+    bare = set()
+    for span in CODE_SPAN_RE.findall(prose):
+        word = span.split()[0]
+        if word.endswith((".py", ".js")) and not word.startswith(ROOTED):
+            bare.add(word)
+    return bare
+
+
+def app_modules() -> set[str]:
+    modules = (ROOT / "app").rglob("*.py")
+    return {p.relative_to(ROOT).as_posix() for p in modules if p.name != "__init__.py"}
+
+
+def app_packages() -> set[str]:
+    return {
+        p.parent.relative_to(ROOT).as_posix() + "/"
+        for p in (ROOT / "app").rglob("__init__.py")
+        if p.parent != ROOT / "app"
+    }
+
+
+def test_every_module_under_app_is_named():
+    named = named_paths(DOC.read_text(encoding="utf-8"))
+    missing = sorted(app_modules() - named)
+    assert not missing, f"docs/architecture.md does not name: {missing}"
+
+
+def test_every_package_folder_is_named():
+    named = named_paths(DOC.read_text(encoding="utf-8"))
+    missing = sorted(app_packages() - named)
+    assert not missing, f"docs/architecture.md has no section for: {missing}"
+
+
+def test_every_named_path_exists():
+    named = named_paths(DOC.read_text(encoding="utf-8"))
+    assert len(named) > 50, "the page's paths were not found: has its notation changed?"
+    gone = []
+    for path in sorted(named):
+        if "*" in path:
+            if not list(ROOT.glob(path)):
+                gone.append(path)
+        elif path.endswith("/"):
+            if not (ROOT / path).is_dir():
+                gone.append(path)
+        elif not (ROOT / path).is_file():
+            gone.append(path)
+    assert not gone, f"docs/architecture.md names paths that do not exist: {gone}"
+
+
+def test_files_are_named_from_the_repository_root():
+    bare = sorted(bare_file_names(DOC.read_text(encoding="utf-8")))
+    assert not bare, f"docs/architecture.md names files without their path from the root: {bare}"
+
+
+def test_the_parsers_read_the_notation():
+    text = (
+        "- `app/run/view.py`: see `static/js/ui/hud.js` (`app/labs/*.py`), app/web/.\n"
+        "GET /static/js/main.js and `view.py` and `ui/keys.js` (`KEYMAP`)\n"
+        "```\napp/engine/   loop.js\n```\n"
+    )
+    assert named_paths(text) == {
+        "app/run/view.py",
+        "static/js/ui/hud.js",
+        "app/labs/*.py",
+        "app/web/",
+        "app/engine/",
+    }
+    assert bare_file_names(text) == {"view.py", "ui/keys.js"}
