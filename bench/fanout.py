@@ -27,35 +27,15 @@ import asyncio
 import contextlib
 import multiprocessing as mp
 import os
-import resource
-import signal
-import socket
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import httpx
+from server import raise_fd_limit, serving
 
-ROOT = Path(__file__).resolve().parents[1]
 STAMP = '"sent_at":'
 MOVE_STAMP = '"bench":{"t":'
 MOVES_PER_S = 5.0
-
-
-def raise_fd_limit(wanted: int = 8192) -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = min(wanted, hard) if hard != resource.RLIM_INFINITY else wanted
-    if soft < target:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- the viewers (run in their own process) ---------------------------------------------------
@@ -188,51 +168,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.present and args.viewers == "0,50,200,500":
         args.viewers = "0,300"
     raise_fd_limit()
-    port = free_port()
-    base, ws_url = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}/ws"
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = [
-            sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--run-dir", tmp,
-            "--gpus", args.gpus, "--servers", args.servers, "--speed", "max",
-            "--rest-after", "0", "--checkpoint-every", "0", "--log-level", "warning",
-        ]  # fmt: skip
-        server = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
-        try:
-            deadline = time.time() + 120
-            while time.time() < deadline:
-                try:
-                    if httpx.get(base + "/api/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.3)
-            print(f"server on {base}: {args.gpus} GPUs, speed max, {os.cpu_count()} CPU cores")
-            head = f"{'viewers':>7} {'steps/s':>8} {'vs 0':>6} {'fps/viewer':>10} "
-            head += f"{'p50 ms':>7} {'p99 ms':>7}"
-            if args.present:
-                head += f" {'moves':>7} {'move p50':>8} {'move p99':>8}"
-            print(head)
-            baseline = None
-            for n in [int(x) for x in args.viewers.split(",")]:
-                r = measure(base, ws_url, n, args.seconds, args.settle, args.present)
-                baseline = baseline or r["steps_per_s"]
-                rel = r["steps_per_s"] / baseline if baseline else float("nan")
-                if n:
-                    line = f"{n:>7} {r['steps_per_s']:>8.1f} {rel:>6.0%} {r['fps']:>10.1f} "
-                    line += f"{r['p50_ms']:>7.1f} {r['p99_ms']:>7.1f}"
-                    if args.present:
-                        line += f" {r['moves']:>7} {r['move_p50_ms']:>8.1f} "
-                        line += f"{r['move_p99_ms']:>8.1f}"
-                    if r["connected"] != n:
-                        line += f"  (only {r['connected']} connected)"
-                    print(line)
-                else:
-                    print(f"{n:>7} {r['steps_per_s']:>8.1f} {rel:>6.0%}")
-        finally:
-            server.send_signal(signal.SIGINT)
-            try:
-                server.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
+    args_serve = [
+        "--gpus", args.gpus, "--servers", args.servers, "--speed", "max",
+        "--rest-after", "0", "--checkpoint-every", "0", "--log-level", "warning",
+    ]  # fmt: skip
+    with serving(*args_serve) as (base, _server):
+        ws_url = base.replace("http://", "ws://") + "/ws"
+        print(f"server on {base}: {args.gpus} GPUs, speed max, {os.cpu_count()} CPU cores")
+        head = f"{'viewers':>7} {'steps/s':>8} {'vs 0':>6} {'fps/viewer':>10} "
+        head += f"{'p50 ms':>7} {'p99 ms':>7}"
+        if args.present:
+            head += f" {'moves':>7} {'move p50':>8} {'move p99':>8}"
+        print(head)
+        baseline = None
+        for n in [int(x) for x in args.viewers.split(",")]:
+            r = measure(base, ws_url, n, args.seconds, args.settle, args.present)
+            baseline = baseline or r["steps_per_s"]
+            rel = r["steps_per_s"] / baseline if baseline else float("nan")
+            if n:
+                line = f"{n:>7} {r['steps_per_s']:>8.1f} {rel:>6.0%} {r['fps']:>10.1f} "
+                line += f"{r['p50_ms']:>7.1f} {r['p99_ms']:>7.1f}"
+                if args.present:
+                    line += f" {r['moves']:>7} {r['move_p50_ms']:>8.1f} "
+                    line += f"{r['move_p99_ms']:>8.1f}"
+                if r["connected"] != n:
+                    line += f"  (only {r['connected']} connected)"
+                print(line)
+            else:
+                print(f"{n:>7} {r['steps_per_s']:>8.1f} {rel:>6.0%}")
     return 0
 
 

@@ -13,6 +13,18 @@ It stands where the built-in run's `Runner` stands for the routes (`hello_text`,
 With no job reporting (yet, or any more) the page is told it is waiting for one to attach.
 Every step shown is also recorded in the server's history (runs.sqlite) like a built-in one,
 so the loss chart survives a restart of the server and recorded steps can be looked back at.
+
+A job of thousands of ranks registers one rank at a time, and its `hello` grows with the
+ranks, so the hello is coalesced: it goes out once the ranks' topology has been still for
+HELLO_SETTLE_S, and never later than HELLO_MAX_HOLD_S after the first change it carries (nor,
+for a job of thousands of ranks, more bytes of hellos a second than HELLO_BYTES_PER_S), so a
+viewer's bytes grow with the ranks, not with their square. A step is never drawn before the
+first hello of its run, which goes out at once when a step needs it.
+
+Steps are checked for plausibility: one more than MAX_STEP_JUMP beyond the step shown is
+refused (422 `step_out_of_range`), so one bad report cannot freeze the display. A job that
+restarts under the same run id at a lower step (from its checkpoint) is shown as a rollback,
+with the same `restored` event the built-in run sends, and its steps are drawn again from there.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.attached.trace import ring_figures, step_trace, topology_for
+from app.engine.report import restored_event
 from app.protocol import (
     AttachBatch,
     AttachedRunMsg,
@@ -61,6 +74,15 @@ log = logging.getLogger("trainingrun.attached")
 QUIET_S = 5.0
 # Steps kept while not every rank has reported them; beyond this the oldest go unshown.
 MAX_PENDING_STEPS = 64
+# A hello goes out once the ranks' topology has not changed for this long...
+HELLO_SETTLE_S = 0.25
+# ...and never later than this after the first change it carries, however the ranks churn...
+HELLO_MAX_HOLD_S = 2.0
+# ...unless the hellos of a job that large would pass this many bytes a second to a viewer
+# (a hello of more than 512 KiB, some 2,000 ranks): then they are spaced to keep within it.
+HELLO_BYTES_PER_S = 256 * 1024
+# A reported step more than this beyond the step shown is refused as implausible.
+MAX_STEP_JUMP = 2**30
 MEASURED_LABEL = "measured on your cluster"
 WAITING_MESSAGE = (
     "Waiting for a run to attach: start a torch.distributed job with "
@@ -116,6 +138,14 @@ class AttachedRun:
         self._last_frame: str | None = None
         self._hello_cache: dict[bool, str] = {}
         self._hello_key: tuple[Any, ...] | None = None
+        self._hello_since: float | None = None  # when the oldest change not yet sent came
+        self._hello_last = 0.0  # when the latest change came
+        self._hello_timer: asyncio.TimerHandle | None = None
+        self._hello_sent = False  # a hello of this run has gone out
+        self._hello_next = 0.0  # the earliest the next hello may go, for the byte budget
+        self._top: dict[int, int] = {}  # the highest step each rank has reported
+        self._last_batch: dict[int, int] = {}  # each rank's last batch, as a fingerprint
+        self._rerun: set[int] = set()  # ranks that went back to a lower step (restarted)
         self._quiet_loop: asyncio.Task[None] | None = None
 
     # --- life cycle (as the Runner's) --------------------------------------------------------
@@ -126,6 +156,7 @@ class AttachedRun:
         self._quiet_loop = asyncio.create_task(self._watch_quiet())
 
     async def stop(self) -> None:
+        self._cancel_hello_timer()
         if self._quiet_loop is not None:
             self._quiet_loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -147,6 +178,7 @@ class AttachedRun:
             raise AttachError(
                 "bad_rank", f"rank {info.rank} is not below world_size {info.world_size}", 400
             )
+        self._check_steps(batch)
         now = time.monotonic()
         if batch.run_id != self.view.run_id:
             if self.view.run_id and now - self.last_report < QUIET_S:
@@ -180,14 +212,79 @@ class AttachedRun:
                     detail={"rank": info.rank, "dropped": batch.dropped},
                 )
             )
-        for st in batch.steps:
-            if st.step > self.view.step or self.steps_shown == 0:
-                self.pending.setdefault(st.step, {})[info.rank] = st
+        if self._is_new_batch(info.rank, batch):
+            for st in batch.steps:
+                if st.step > self.view.step or self.steps_shown == 0 or info.rank in self._rerun:
+                    self.pending.setdefault(st.step, {})[info.rank] = st
         if self.state != "running":
             self.state = "running"
             self._publish_state()
         self._flush()
         return {"ok": True, "step": self.view.step, "steps_shown": self.steps_shown}
+
+    def _check_steps(self, batch: AttachBatch) -> None:
+        """Refuse a batch with a step no real job could have reached from the step shown
+        (the schema has already refused negative and non-finite ones)."""
+        shown = self.view.step if batch.run_id == self.view.run_id else 0
+        for st in batch.steps:
+            if st.step > shown + MAX_STEP_JUMP:
+                raise AttachError(
+                    "step_out_of_range",
+                    f"step {st.step} is more than {MAX_STEP_JUMP} steps beyond the step shown "
+                    f"({shown}); the batch was not taken",
+                    422,
+                )
+
+    def _is_new_batch(self, rank: int, batch: AttachBatch) -> bool:
+        """Whether the batch is news (not the rank's last batch sent again because its answer
+        was lost), and whether the rank went back to a lower step: the job restarted."""
+        if not batch.steps:
+            return False
+        mark = hash(
+            tuple((s.step, s.step_s, s.forward_s, s.backward_s, s.loss) for s in batch.steps)
+        )
+        if self._last_batch.get(rank) == mark:
+            return False
+        self._last_batch[rank] = mark
+        low = min(s.step for s in batch.steps)
+        high = max(s.step for s in batch.steps)
+        top = self._top.get(rank)
+        if top is not None and low <= top:
+            # Its reports from before the restart, not shown yet, are of a life that is over.
+            for s in [s for s in self.pending if s >= low]:
+                self.pending[s].pop(rank, None)
+                if not self.pending[s]:
+                    del self.pending[s]
+            self._rerun.add(rank)
+            self._top[rank] = high
+        else:
+            self._top[rank] = high if top is None else max(top, high)
+        return True
+
+    def _roll_back(self, first: int) -> None:
+        """Every rank has reported `first` again, at or below the step shown: the job
+        restarted from a checkpoint. Say so as the built-in run says a rollback."""
+        failed = self.view.step
+        restored = max(first - 1, 0)
+        lost = failed - restored
+        message = (
+            f"The job restarted at step {first}: rolled back from step {failed} to step "
+            f"{restored}, {lost} step{'s' if lost != 1 else ''} to redo"
+        )
+        event = EventMsg.model_validate(
+            restored_event(
+                restored, failed_step=failed, steps_lost=lost, reason="restart", message=message
+            )
+        )
+        log.info("run %s: %s", self.view.run_id, message)
+        self.view.step = restored
+        self._rerun.clear()
+        self._emit(event)
+        self._record(
+            self.history.add_event if self.history else None,
+            self.view.run_id,
+            event.model_dump(exclude={"type"}),
+        )
 
     def _new_run(self, run_id: str, world: int) -> None:
         log.info("run %s attached: %d ranks", run_id, world)
@@ -198,6 +295,9 @@ class AttachedRun:
         self.loss, self.tokens_total, self.steps_shown, self.steps_unshown = None, 0, 0, 0
         self._last_frame = None
         self._topology = None
+        self._top, self._last_batch, self._rerun = {}, {}, set()
+        self._cancel_hello_timer()
+        self._hello_since, self._hello_sent = None, False
         self._hello_cache.clear()  # the hello goes out once the first rank has said who it is
         self._record(self._resume_or_start, run_id, world)
 
@@ -228,6 +328,12 @@ class AttachedRun:
 
     def _flush(self) -> None:
         complete = [s for s, got in self.pending.items() if len(got) >= self.world]
+        if complete and self.points:
+            first = min(complete)
+            # After a restart of this server the job's last recorded step may come again
+            # (its answer was lost): only a step below it is a rollback then.
+            if first < self.view.step or (self.steps_shown and first == self.view.step):
+                self._roll_back(first)
         if complete:
             top = max(complete)
             for s in sorted(self.pending):
@@ -245,9 +351,46 @@ class AttachedRun:
     # --- the messages -----------------------------------------------------------------------
 
     def _hello_changed(self) -> None:
+        """The ranks' topology changed: a hello goes out once it settles (see the module)."""
         self._hello_cache.clear()
-        if self.world:
-            self.hub.publish(Frame(self.hello_text(False)))
+        if not self.world:
+            return
+        now = time.monotonic()
+        self._hello_last = now
+        if self._hello_since is None:
+            self._hello_since = now
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # driven without an event loop (a script, a test): nothing to wait on
+            self._send_hello()
+            return
+        if self._hello_timer is None:
+            self._hello_timer = loop.call_later(HELLO_SETTLE_S, self._hello_due)
+
+    def _hello_due(self) -> None:
+        self._hello_timer = None
+        if self._hello_since is None:
+            return
+        due = min(self._hello_last + HELLO_SETTLE_S, self._hello_since + HELLO_MAX_HOLD_S)
+        due = max(due, self._hello_next)
+        wait = due - time.monotonic()
+        if wait > 0.001:
+            self._hello_timer = asyncio.get_running_loop().call_later(wait, self._hello_due)
+        else:
+            self._send_hello()
+
+    def _send_hello(self) -> None:
+        self._cancel_hello_timer()
+        self._hello_since = None
+        self._hello_sent = True
+        text = self.hello_text(False)
+        self._hello_next = time.monotonic() + len(text) / HELLO_BYTES_PER_S
+        self.hub.publish(Frame(text))
+
+    def _cancel_hello_timer(self) -> None:
+        if self._hello_timer is not None:
+            self._hello_timer.cancel()
+            self._hello_timer = None
 
     def _topo(self) -> dict[str, Any]:
         if self._topology is None:
@@ -356,6 +499,8 @@ class AttachedRun:
         return text
 
     def _publish_step(self, step: int, got: dict[int, RankStep]) -> None:
+        if self._hello_since is not None and not self._hello_sent:
+            self._send_hello()  # the page cannot draw a step of a job it has not been shown
         self._topo()
         trace = step_trace(got, self.world, self._links)
         ordered = [got[r] for r in sorted(got)]

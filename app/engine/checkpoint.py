@@ -21,6 +21,11 @@ reason (the first thing found wrong) and the next older one is tried:
   - state.npz holds every array the model needs, floating-point, of the expected shape,
     and every number in it is finite.
 
+A checkpoint can also be marked bad (`mark_bad`): its files check out, but the run could not
+train on from it (its first step after loading diverged). The mark is a file `bad.txt` in its
+folder holding the reason, kept in memory too when it cannot be written; a marked checkpoint
+is unusable from then on, and `listing()` says so.
+
 Saving prunes: unusable checkpoints and leftovers of crashed saves go first, then all but the
 newest `keep` usable ones. The checkpoint just written is never pruned.
 """
@@ -45,6 +50,7 @@ import numpy as np
 PREFIX = "step-"
 TMP_PREFIX = ".tmp-"
 MANIFEST, STATE, META = "manifest.json", "state.npz", "meta.json"
+BAD = "bad.txt"  # a checkpoint that checks out but did not train on (see mark_bad)
 # meta.json keys the trainer cannot resume without: whole numbers, 0 or more.
 META_COUNTS = ("step", "tokens_total", "opt_t")
 # Optional meta.json keys, checked when present.
@@ -144,6 +150,7 @@ class CheckpointStore:
         self.config_hash = config_hash
         self.shapes = {k: tuple(v) for k, v in shapes.items()} if shapes is not None else None
         self.run_id = run_id
+        self._bad: dict[str, str] = {}  # folder name -> why, for marks that could not be written
         self.root.mkdir(parents=True, exist_ok=True)
         # Leftovers of a save that crashed half-way are never checkpoints.
         for p in self.root.glob(TMP_PREFIX + "*"):
@@ -206,6 +213,7 @@ class CheckpointStore:
             _fsync_dir(tmp)
             writing = final
             self._swap_in(tmp, final)
+            self._bad.pop(final.name, None)  # a new checkpoint under the name of a bad one
         except OSError as e:
             _remove(tmp)
             raise CheckpointSaveError(f"{_why(e)} while writing {writing}") from None
@@ -353,8 +361,30 @@ class CheckpointStore:
             raise CheckpointError(bad)
         return arrays
 
+    def mark_bad(self, path: Path, reason: str) -> None:
+        """Mark a checkpoint unusable with a one-line reason, though its files check out."""
+        reason = _one_line(reason)
+        self._bad[path.name] = reason
+        with contextlib.suppress(OSError):
+            _write_synced(path / BAD, reason.encode("utf-8"))
+
+    def _marked_bad(self, path: Path) -> str | None:
+        if path.name in self._bad:
+            return self._bad[path.name]
+        if not path.is_dir():
+            return None  # verify() says what is wrong with it
+        try:
+            return _one_line((path / BAD).read_text(encoding="utf-8", errors="replace"))
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            return f"its bad mark cannot be read: {_why(e)}"
+
     def load(self, path: Path, config_hash: str | None = None) -> Loaded:
         """A usable checkpoint's contents, or CheckpointError saying why it is not usable."""
+        marked = self._marked_bad(path)
+        if marked is not None:
+            raise CheckpointError(f"marked bad: {marked}")
         manifest = self.verify(path, config_hash)
         meta = self._meta(path, manifest["step"])
         arrays = self._arrays(path)

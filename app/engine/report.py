@@ -46,8 +46,9 @@ class Event:
     #   gpu_replaced:       {"gpu"}
     #   epoch_started:      {"epoch"}
     #   shard_rebuilt:      {"path", "reason"}
-    #   diverged:           {"step", "loss", "grad_norm", "reason", "stopped_at"}; loss and
-    #                       grad_norm are numbers when finite, else "nan", "inf" or "-inf"
+    #   diverged:           {"step", "loss", "grad_norm", "reason", "stopped_at", "exhausted"};
+    #                       loss and grad_norm are numbers when finite, else "nan", "inf" or
+    #                       "-inf"; exhausted: no checkpoint is left that trains on
 
 
 @dataclass
@@ -164,13 +165,19 @@ def restored_event(
     """The one way a `restored` event is made: after a failure, a crash or a clean resume.
 
     reason: "failure" (a GPU failed and the run rolled back), "crash" (the process stopped
-    without a final checkpoint) or "resume" (a clean restart; nothing is lost)."""
+    without a final checkpoint), "resume" (a clean restart; nothing is lost) or "diverged"
+    (the checkpoint the run was on diverged on its first step; an older one was loaded)."""
     if message is None:
         if reason == "resume":
             message = f"Resumed from the checkpoint at step {step}"
         elif reason == "crash":
             message = (
                 f"Resumed from the checkpoint at step {step} after an unclean stop: "
+                f"{steps_lost} steps to redo"
+            )
+        elif reason == "diverged":
+            message = (
+                f"Fell back to the checkpoint at step {step}, as the newer one diverged: "
                 f"{steps_lost} steps to redo"
             )
         else:
@@ -210,8 +217,12 @@ class Diverged(Exception):
         grad_norm: float,
         reason: str,
         events: list[Event] | None = None,
+        exhausted: bool = False,
     ):
         self.step = step  # the step that diverged (one past the last good one)
+        # Every checkpoint the run fell back to diverged on its first step too: none is left
+        # that trains on, and only a reset gets the run going again.
+        self.exhausted = exhausted
         self.loss = float(loss)  # mean over the GPUs; may be nan or inf
         self.grad_norm = float(grad_norm)  # may be nan or inf
         self.reason = reason  # e.g. "the loss is nan"
@@ -221,6 +232,8 @@ class Diverged(Exception):
             f"Step {step} diverged: {reason}; the update was not applied "
             f"and the run stopped at step {step - 1}"
         )
+        if exhausted:
+            self.message += "; no checkpoint is left that trains on: reset the run"
         super().__init__(self.message)
 
     def event(self) -> Event:
@@ -235,5 +248,6 @@ class Diverged(Exception):
                 "grad_norm": json_number(self.grad_norm),
                 "reason": self.reason,
                 "stopped_at": self.step - 1,
+                "exhausted": self.exhausted,
             },
         )

@@ -39,6 +39,10 @@ PUBLIC API (the server and the CLI rely on exactly this):
         diverged), loss, grad_norm, reason, message (one line), events (raised earlier in
         the step) and event() (a `diverged` Event). The caller decides: the server and the
         CLI stop the run; close(final_checkpoint=False) saves nothing new.
+        A checkpoint whose first step after loading diverges (its weights are finite and
+        check out, yet cannot train on) is marked bad (checkpoint_skipped, detail marked_bad)
+        and the next older good one is loaded instead (restored, reason "diverged"), within
+        the same call; when none is left, Diverged has exhausted=True.
     trainer.fail_gpu(gpu: int) -> list[Event]
         Fails a GPU now: [gpu_failed, restored, gpu_replaced]. The run is rolled back to
         the last good checkpoint (step 0 if none) and continues from there on the next
@@ -287,9 +291,12 @@ class Trainer:
         self.engine.bind(self.gpus)
         self.step = 0
         self.tokens_total = 0
+        self._untried: Path | None = None
 
     def _restore(self, loaded: Loaded) -> None:
         self.engine.restore(loaded.arrays, int(loaded.meta["opt_t"]))
+        # The checkpoint the weights came from, until a step from it has been applied.
+        self._untried = loaded.path
         self.step = int(loaded.meta["step"])
         self.tokens_total = int(loaded.meta["tokens_total"])
 
@@ -352,6 +359,62 @@ class Trainer:
         gpu = self._scheduled.pop(self.step + 1, None)
         if gpu is not None:
             events += self.fail_gpu(gpu)
+        while True:
+            try:
+                return self._attempt(events)
+            except Diverged as d:
+                if self._untried is None:
+                    raise  # it trained on from its checkpoint, then diverged: stop there
+                # The checkpoint just loaded checks out but cannot train on: mark it bad and
+                # fall back to the next older good one (or stop, when none is left).
+                events = d.events + self._fall_back(d)
+
+    def _fall_back(self, d: Diverged) -> list[Event]:
+        bad = self._untried
+        assert bad is not None
+        self._untried = None
+        reason = f"it diverged on its first step after loading ({d.reason})"
+        self.ckpt.mark_bad(bad, reason)
+        events = [
+            Event(
+                kind="checkpoint_skipped",
+                step=self.step,
+                message=f"Marked checkpoint {bad.name} bad: {reason}",
+                detail={"path": str(bad), "reason": reason, "marked_bad": True},
+            )
+        ]
+        older = self.step - 1
+        loaded, skipped = self.ckpt.latest_good(at_most=older)
+        # Those past `older` (the bad one, and any skipped before it was loaded) are said.
+        ahead = {path for step, path in self.ckpt.entries() if step > older}
+        events += self._skipped_events([(p, why) for p, why in skipped if p not in ahead])
+        if loaded is None:
+            for e in events:
+                self.log(e.message)
+            raise Diverged(
+                step=d.step,
+                loss=d.loss,
+                grad_norm=d.grad_norm,
+                reason=d.reason,
+                events=d.events + events,
+                exhausted=True,
+            )
+        self._restore(loaded)
+        self._last_saved_step = self.step
+        self.restarts += 1
+        events.append(
+            restored_event(
+                self.step, failed_step=d.step, steps_lost=d.step - self.step, reason="diverged"
+            )
+        )
+        self.loader.seek(self.step)
+        self._epoch = self._epoch_of(self.step)
+        for e in events:
+            self.log(e.message)
+        return events
+
+    def _attempt(self, events: list[Event]) -> StepReport:
+        """One try at the next step; raises Diverged (carrying `events`) before any update."""
         cfg = self.config
         t_start = time.perf_counter()
 
@@ -378,6 +441,7 @@ class Trainer:
                 events=events,
             )
         self.engine.update(work, lr)
+        self._untried = None  # the checkpoint it came from trains on
 
         self.step += 1
         tokens = int(batch.idx.size)

@@ -2,10 +2,11 @@
 
 A rank's reporter (app/attach/) sends an `AttachBatch` (app/protocol.py): who it is and its
 latest measured steps. The body is validated like every control (unknown fields, wrong types
-and numbers that are not finite are refused with a 422 naming the field); a server that is
-not loopback-only needs its token (in the body or as `Authorization: Bearer`); a server that
-runs its own simulated run (`trainingrun serve`) answers 409 and says to use `trainingrun
-watch`. GET /api/attach says where the server stands with the job.
+and numbers that are not finite are refused with a 422 naming the field, a step no job could
+have reached with a 422 `step_out_of_range`); a server that is not loopback-only needs its
+token (in the body or as `Authorization: Bearer`); a server that runs its own simulated run
+(`trainingrun serve`) answers 409 and says to use `trainingrun watch`. GET /api/attach says
+where the server stands with the job.
 """
 
 from __future__ import annotations

@@ -32,12 +32,16 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
 @router.get("/api/health", tags=["run"])
 async def health(request: Request) -> dict[str, Any]:
     """`ok` only while the run can go on; otherwise `problem` says what is wrong, in one line
-    (the worker stopped and is being restarted, the link to it broke, steps are not recorded)."""
+    (the worker stopped and is being restarted, the link to it broke, steps are not recorded).
+    `notice`: what this start had to do that viewers should know (a damaged run record set
+    aside), or None."""
     runner = _runner(request)
     problem = runner.problem()
+    history = getattr(request.app.state, "history", None)
     return {
         "ok": problem is None,
         "problem": problem,
+        "notice": history.notice if history is not None else None,
         "worker_pid": runner.worker_pid,
         "protocol": PROTOCOL_VERSION,
         "run_id": runner.view.run_id,

@@ -2,7 +2,8 @@
 
 Anything a client sends is checked in order (rate, size, nesting, JSON with finite numbers,
 shape, permission) and each problem is answered with an `error` frame naming it; the
-connection and the run go on.
+connection and the run go on. Messages over the rate are answered together: one
+`rate_limited` error a second at most, with the number refused since the last one.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from app.settings import Settings
 from app.web.errors import short_repr
 from app.web.guard import Guard
 from app.web.hub import Frame, Hub, Viewer
-from app.web.limits import MAX_JSON_DEPTH, TokenBucket, json_depth
+from app.web.limits import MAX_JSON_DEPTH, Refusals, TokenBucket, json_depth
 from app.web.presenter import Presenter, PresentError
 
 log = logging.getLogger("trainingrun.ws")
@@ -34,6 +35,7 @@ router = APIRouter()
 # Close codes: 1008 policy violation (foreign origin), 1013 try again later (too slow).
 CLOSE_POLICY = 1008
 CLOSE_TOO_SLOW = 1013
+RATE_LIMITED = "too many messages: at most 10 a second, please"
 FOREIGN_ORIGIN = "pages from other sites may not open this server's websocket"
 
 _RANGE_ERRORS = {
@@ -47,7 +49,7 @@ _RANGE_ERRORS = {
 
 
 def error_text(code: str, message: str) -> str:
-    return ErrorMsg(code=code, message=message).model_dump_json()
+    return ErrorMsg(code=code, message=message).model_dump_json(exclude_none=True)
 
 
 class NotFinite(ValueError):
@@ -109,6 +111,8 @@ class Session:
         self.viewer = viewer
         self.settings = settings
         self.bucket = TokenBucket(settings.control_rate, settings.control_burst)
+        self.refusals = Refusals(settings.rate_limited_every_s)
+        self._tell_refused_later: asyncio.TimerHandle | None = None
         app = ws.app
         self.runner: Runner = app.state.runner
         self.guard: Guard = app.state.guard
@@ -123,6 +127,30 @@ class Session:
 
     def reply_error(self, code: str, message: str) -> None:
         self.viewer.push(Frame(error_text(code, message)))
+
+    def refused(self) -> None:
+        """One message over the rate: told of now, or counted into the next telling."""
+        count = self.refusals.refuse()
+        if count:
+            self._tell_refused(count)
+        elif self._tell_refused_later is None:
+            loop = asyncio.get_running_loop()
+            self._tell_refused_later = loop.call_later(self.refusals.due_in(), self._tell_held)
+
+    def _tell_held(self) -> None:
+        self._tell_refused_later = None
+        count = self.refusals.take()
+        if count:
+            self._tell_refused(count)
+
+    def _tell_refused(self, count: int) -> None:
+        msg = ErrorMsg(code="rate_limited", message=RATE_LIMITED, dropped=count)
+        self.viewer.push(Frame(msg.model_dump_json(exclude_none=True)))
+
+    def close(self) -> None:
+        if self._tell_refused_later is not None:
+            self._tell_refused_later.cancel()
+            self._tell_refused_later = None
 
     def present(self, kind: str, raw: dict[str, Any]) -> None:
         """A presenter's start, move or stop, or a follower breaking away or rejoining."""
@@ -164,7 +192,7 @@ class Session:
 
     async def handle(self, text: str | None, data: bytes | None) -> None:
         if not self.bucket.take():
-            self.reply_error("rate_limited", "too many messages: at most 10 a second, please")
+            self.refused()
             return
         limit = self.settings.max_message_bytes
         if text is None:
@@ -250,6 +278,7 @@ async def websocket_endpoint(ws: WebSocket) -> None:
     finally:
         for task in (receiving, dropped):
             task.cancel()
+        session.close()
         session.log_summary()
         await hub.remove(viewer)
         if presenter is not None:

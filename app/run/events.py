@@ -1,9 +1,9 @@
 """Events the server raises itself, outside any training step, as protocol `EventMsg`s.
 
 Run control (paused, resumed, speed_changed, run_reset), what went wrong around the run
-(diverged, worker_failed, record_failed), all listed in `protocol.CONTROL_EVENT_KINDS`, and
-the `restored` event for a run that resumes after an unclean stop. The engine raises all
-other events; their wording lives there.
+(diverged, worker_failed, record_failed, record_set_aside), all listed in
+`protocol.CONTROL_EVENT_KINDS`, and the `restored` event for a run that resumes after an
+unclean stop. The engine raises all other events; their wording lives there.
 """
 
 from __future__ import annotations
@@ -71,6 +71,9 @@ def diverged(engine_event: EventMsg) -> EventMsg:
     """The engine's `diverged` event (its numbers JSON-safe, its wording), with what the
     server does about it: the run pauses at its last good step until a viewer acts."""
     message = engine_event.message.rstrip(".")
+    if engine_event.detail.get("exhausted"):
+        # Every checkpoint left diverged on its first step: trying again cannot help.
+        return engine_event.model_copy(update={"message": f"{message}. Paused"})
     return engine_event.model_copy(
         update={"message": f"{message}. Paused: reset, or resume to try the step again"}
     )
@@ -93,6 +96,27 @@ def record_failed(step: int, *, seq: int, reason: str) -> EventMsg:
         step=step,
         message=f"Steps are not being recorded from step {step}: {reason}. The run goes on",
         detail={"seq": seq, "reason": reason},
+    )
+
+
+# What a record set aside was, in the page's words (its locales know these three).
+SET_ASIDE_WHY = {
+    "not-a-database": "not a database",
+    "malformed": "damaged",
+    "cannot-open": "cannot be opened",
+}
+
+
+def record_set_aside(step: int, *, moved_to: str, reason: str, why: str) -> EventMsg:
+    """The run record could not be opened at start: it was renamed, not deleted, and the
+    server went on with a fresh one (app/run/history.py). `why`: SQLite's own words."""
+    said = SET_ASIDE_WHY.get(reason, "cannot be opened")
+    return EventMsg(
+        kind="record_set_aside",
+        step=step,
+        message=f"Earlier history was set aside: the run record could not be used ({said}). "
+        f"It is kept as {moved_to}, and a fresh record was started",
+        detail={"moved_to": moved_to, "reason": reason, "why": why},
     )
 
 

@@ -44,6 +44,8 @@ log = logging.getLogger("trainingrun.runner")
 
 # The fields a `step` frame has beyond the body the worker serialised (type, seq, sent_at).
 STEP_OWN_FIELDS = frozenset(StepMsg.model_fields) - frozenset(StepFields.model_fields)
+# Where a snapshot built for no viewers says so (the first "viewers" key: the status's).
+_NO_VIEWERS = '"viewers":0'
 # How a snapshot without a step says so; no other key in a snapshot is named last_step.
 _NO_LAST_STEP = '"last_step":null'
 _HISTORY = TypeAdapter(list[HistoryPoint])  # twice as fast as a model per point
@@ -153,7 +155,9 @@ class RunView:
         self.checkpoints: list[CheckpointMsg] = []
         self.last_frame: str | None = None
         self._version = 0
-        self._snapshot_cache: tuple[tuple[int, RunStatus], str] | None = None
+        # (version and status without its count of viewers, text before and after the
+        # count, the text for the latest count)
+        self._snapshot_cache: tuple[tuple[int, RunStatus], str, str, dict[int, str]] | None = None
         self._history_cache: tuple[tuple[int, int, float] | None, list[HistoryPoint]] = (None, [])
         self._hello_cache: dict[bool, str] = {}
 
@@ -290,15 +294,23 @@ class RunView:
         return text
 
     def snapshot_text(self, status: RunStatus) -> str:
-        """Built at most once per change, however many viewers join in between."""
-        key = (self._version, status)
+        """Built at most once per change, however many viewers join in between: the count
+        of viewers, which every join and leave changes, is spliced into the text built."""
+        key = (self._version, status.model_copy(update={"viewers": 0}))
         cached = self._snapshot_cache
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        text = snapshot_text(
-            status, self.last_frame, self._history(), list(self.events), self.checkpoints
-        )
-        self._snapshot_cache = (key, text)
+        if cached is None or cached[0] != key:
+            text = snapshot_text(
+                key[1], self.last_frame, self._history(), list(self.events), self.checkpoints
+            )
+            # The status comes first in a snapshot, so this is its count, not an event's.
+            head, found, tail = text.partition(_NO_VIEWERS)
+            assert found, "a snapshot's status carries the count of viewers"
+            cached = self._snapshot_cache = (key, head, tail, {})
+        _, head, tail, by_count = cached
+        text = by_count.get(status.viewers)
+        if text is None:
+            by_count.clear()  # only the latest count is asked for again
+            text = by_count[status.viewers] = f'{head}"viewers":{status.viewers}{tail}'
         return text
 
     def _history(self) -> list[HistoryPoint]:

@@ -3,6 +3,7 @@ limited before a parser recurses into it, and a token bucket per client for its 
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from itertools import accumulate
@@ -127,3 +128,32 @@ class BucketsByKey:
                 self._buckets.clear()  # crude but bounded: forget everyone rather than grow
             bucket = self._buckets[key] = TokenBucket(self.rate, self.burst)
         return bucket.take()
+
+
+class Refusals:
+    """Messages refused by a rate limit, told of at most once every `every_s` seconds: the
+    first at once, the ones after it counted and told together. A flood then costs the
+    flooder one frame a second, never one per message, so its own queue cannot overflow."""
+
+    def __init__(self, every_s: float) -> None:
+        self.every_s = every_s
+        self.count = 0
+        self.told_at = -math.inf
+
+    def refuse(self) -> int:
+        """Count one refusal; how many to tell of now, or 0 to hold them until `due_in()`."""
+        self.count += 1
+        if time.monotonic() - self.told_at >= self.every_s:
+            return self.take()
+        return 0
+
+    def due_in(self) -> float:
+        """Seconds until the refusals held now may be told."""
+        return max(0.0, self.told_at + self.every_s - time.monotonic())
+
+    def take(self) -> int:
+        """The refusals not yet told, now told."""
+        count, self.count = self.count, 0
+        if count:
+            self.told_at = time.monotonic()
+        return count

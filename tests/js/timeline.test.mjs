@@ -112,6 +112,20 @@ test('slow frames never skip a phase', () => {
   assert.deepEqual(seen, ['data', 'forward', 'backward', 'allreduce', 'optimizer', 'checkpoint']);
 });
 
+test('slow frames with steps coming all the while still show every phase of a step', () => {
+  // A busy laptop or software WebGL draws two frames a second while a step comes every
+  // second: a new step must not replace one before its last phase has been on screen.
+  const tl = timeline();
+  const seen = new Set();
+  let n = 0;
+  for (let t = 0; t < 30000; t += 500) {
+    if (t % 1000 === 0) tl.onStep(step(++n), t, 1);
+    const s = tl.at(t);
+    if (s.phase) seen.add(s.phase);
+  }
+  assert.deepEqual([...seen].sort(), ['allreduce', 'backward', 'data', 'forward', 'optimizer']);
+});
+
 test('a failed step shows no all-reduce', () => {
   const tl = timeline();
   tl.onStep(step(1, [{ kind: 'gpu_failed', detail: { gpu: 2 } }]), 0, 'lesson');

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inproc import options, until
 
 from app.protocol import (
     EventMsg,
     HistoryPoint,
+    PauseControl,
     RunStatus,
     SnapshotMsg,
     SpeedControl,
@@ -22,6 +24,7 @@ from app.protocol import (
     server_message_adapter,
 )
 from app.run import events as run_events
+from app.run import view as view_module
 from app.run.choice import RunnerOptions
 from app.run.history import History
 from app.run.pipe import StepReady
@@ -144,6 +147,7 @@ def test_the_runner_publishes_frames_the_models_would(tiny_worker: Worker, tmp_p
             explicit=frozenset(),
             fresh=False,
             speed="lesson",
+            paused=False,
             lesson_interval_s=2.0,
             rest_after_s=0,
         )
@@ -190,3 +194,54 @@ def test_the_runner_publishes_frames_the_models_would(tiny_worker: Worker, tmp_p
 def test_runner_events_are_protocol_events(event: EventMsg, kind: str) -> None:
     assert event.kind == kind and event.message
     same_message(event.model_dump_json(), event)
+
+
+@pytest.mark.timeout(60)
+def test_viewers_coming_and_going_build_the_snapshot_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every join and leave changes the count of viewers, and nothing else: the snapshot is
+    serialised once and the count spliced in, not rebuilt per viewer (which, at a class
+    opening the page, churned the server's memory)."""
+    builds: list[int] = []
+    real = view_module.snapshot_text
+
+    def counting(status: RunStatus, *args: Any) -> str:
+        builds.append(status.viewers)
+        return real(status, *args)
+
+    monkeypatch.setattr(view_module, "snapshot_text", counting)
+    history = History(tmp_path / "runs.sqlite")
+
+    async def go() -> list[str]:
+        hub = Hub(max_fps=20, queue_limit=64, send_timeout_s=5)
+        runner = Runner(options(tmp_path / "run", speed="lesson"), hub, history)
+        await runner.start()
+        await runner.control(PauseControl(action="pause"))
+        sent: list[str] = []
+
+        async def send(text: str) -> None:
+            sent.append(text)
+
+        try:
+            builds.clear()
+            first = lambda: [runner.snapshot_text()]  # noqa: E731
+            viewers = [hub.add(send, can_control=False, first=first) for _ in range(50)]
+            await until(lambda: len(sent) == 50, 10, "50 snapshots sent")
+            for v in viewers[:25]:
+                await hub.remove(v)
+            hub.add(send, can_control=False, first=first)
+            await until(lambda: len(sent) == 51, 10, "one more snapshot sent")
+            for v in hub.viewers():
+                await hub.remove(v)
+        finally:
+            await runner.stop()
+        return sent
+
+    sent = asyncio.run(go())
+    assert len(builds) == 1, f"the snapshot was built {len(builds)} times for 51 joins"
+    counts = [json.loads(t)["status"]["viewers"] for t in sent]
+    assert sorted(counts) == sorted([*range(1, 51), 26])
+    for text in sent[:3]:
+        server_message_adapter.validate_python(json.loads(text))
+    history.close()

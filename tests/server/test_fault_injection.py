@@ -20,6 +20,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -58,7 +59,9 @@ def alive(pid: int) -> bool:
 
 
 def recorded(run_dir: Path) -> tuple[list[tuple[int, str, int]], list[tuple[str, int, dict]]]:
-    with sqlite3.connect(run_dir / "runs.sqlite") as db:
+    # Closed on leaving (a `with` alone only commits): an open reader would keep the next
+    # server from taking the record.
+    with closing(sqlite3.connect(run_dir / "runs.sqlite")) as db:
         steps = list(db.execute("SELECT seq, run_id, step FROM steps ORDER BY seq"))
         events = [
             (k, s, json.loads(d))

@@ -8,6 +8,7 @@ import os
 import signal
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -102,7 +103,9 @@ def test_the_worker_dies_with_the_server(live_server, tmp_path: Path) -> None:
     assert ev["detail"]["restored_step"] < step["step"]
     steps_seen(second.ws_url, lambda m: m["step"] > step["step"] + 1)
     second.stop()
-    with sqlite3.connect(run_dir / "runs.sqlite") as db:
+    # Closed on leaving (a `with` alone only commits): an open reader would keep the next
+    # server from taking the record.
+    with closing(sqlite3.connect(run_dir / "runs.sqlite")) as db:
         rows = list(db.execute("SELECT seq, step FROM steps ORDER BY seq"))
     seqs = [s for s, _ in rows]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # no gap, no duplicate

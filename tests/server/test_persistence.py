@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from contextlib import closing
 
 import httpx
 from wsclient import Client, is_event
@@ -24,7 +25,9 @@ def snapshot_and_steps(url: str, n: int) -> tuple[dict, dict, list[dict]]:
 
 
 def db_seqs(run_dir) -> list[tuple[int, str, int]]:
-    with sqlite3.connect(run_dir / "runs.sqlite") as db:
+    # Closed on leaving (a `with` alone only commits): an open reader would keep the next
+    # server from taking the record.
+    with closing(sqlite3.connect(run_dir / "runs.sqlite")) as db:
         return list(db.execute("SELECT seq, run_id, step FROM steps ORDER BY seq"))
 
 
@@ -95,5 +98,6 @@ def test_reset_starts_a_new_run_and_keeps_the_old_history(live_server, tmp_path)
     assert snap2["status"]["run_id"] == hello2["run_id"]
     assert all(p["seq"] < step["seq"] for p in snap2["history"])
     assert httpx.get(srv.url + "/api/run").json()["run_id"] == hello2["run_id"]
-    runs = {r[1] for r in db_seqs(srv.run_dir)}
-    assert hello["run_id"] in runs  # the old run's steps are still on record
+    # The server holds runs.sqlite while it runs: ask it. The old run's steps are on record.
+    old = httpx.get(srv.url + "/api/steps", params={"run_id": hello["run_id"]}).json()
+    assert old["run_id"] == hello["run_id"] and old["recorded"] > 0

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
+from extras import need
 
-torch = pytest.importorskip("torch", reason="the torch backend needs the trainingrun[torch] extra")
+torch = need("torch", "torch")
 
 ROOT = Path(__file__).resolve().parents[2]
 ARGS = ("--speed", "max", "--checkpoint-every", "0")

@@ -12,7 +12,8 @@
 // pace it plays over about two seconds and at full speed it is compressed down to a floor, so
 // that the colours change about once a second and never flash (no more than three changes a
 // second for any one colour). A new step replaces the one playing once that one has been on
-// screen for the floor; until then only the newest waiting step is kept: never a backlog.
+// screen for the floor and its last block has been drawn (on slow frames a block is never cut
+// out); until then only the newest waiting step is kept: never a backlog.
 //
 // A planned step (pipeline stages, microbatches, tensor-parallel joins, experts) is paced by
 // pacing.js instead: each lane's runs of work and waiting, every hand-off and all-to-all get
@@ -82,7 +83,7 @@ export class Timeline {
   onStep(msg, now, speed) {
     this._arrival(now);
     const busy = this.slowActive || now < this.holdUntil;
-    if (busy || (this.playing && !this.slowWanted && (now - this.start) / 1000 < this.floorS)) {
+    if (busy || (this.playing && !this.slowWanted && !this._givesWay(now))) {
       this.pending = { msg, speed }; // the newest only: older waiting steps are dropped
       return;
     }
@@ -115,6 +116,14 @@ export class Timeline {
     this.holdUntil = until;
   }
 
+
+  /** The playing step gives way to a newer one once it has been on screen for the floor and
+   * its last block has been drawn: on slow frames a step that came meanwhile waits rather
+   * than cutting the ring (or any later block) out of the one playing. */
+  _givesWay(now) {
+    const playedOut = !this.blocks.length || this.shown >= this.blocks.length - 1;
+    return playedOut && (now - this.start) / 1000 >= this.floorS;
+  }
 
   _arrival(now) {
     if (this.lastArrival) {
@@ -195,7 +204,7 @@ export class Timeline {
       this.slowActive = false;
       this.slowEnded = true;
     }
-    if (this.pending && !this.slowActive && (this.slowWanted || (now - this.start) / 1000 >= this.floorS)) {
+    if (this.pending && !this.slowActive && (this.slowWanted || this._givesWay(now))) {
       this._begin(this.pending.msg, now, this.pending.speed);
     }
     if (!this.msg || !this.duration || !this.blocks.length) return IDLE;

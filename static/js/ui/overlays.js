@@ -45,6 +45,12 @@ export function createOverlays(store) {
         flushTimer = setTimeout(flushFailure, 2500);
         break;
       case 'restored':
+        // A checkpoint that diverged on its first step was marked bad and an older one is
+        // loaded, or an attached job restarted from its checkpoint: no GPU failed.
+        if (d.reason === 'diverged' || d.reason === 'restart') {
+          toast(e.message || `Fell back to the checkpoint at step ${d.restored_step}`, 'warn', 9000);
+          break;
+        }
         if (!pending) pending = { gpu: '?', step: d.failed_step };
         // The engine counts the failed step as the one being attempted.
         if (Number.isFinite(d.failed_step)) pending.step = d.failed_step;
@@ -82,12 +88,22 @@ export function createOverlays(store) {
       case 'shard_rebuilt':
         toast(e.message || 'A damaged data shard was rebuilt', 'info');
         break;
+      case 'record_set_aside':
+        toast(e.message || 'Earlier history was set aside', 'warn', 12000);
+        break;
       default:
         break;
     }
   }
 
   store.on('event', onEvent);
+  // A viewer who joins after the server set a damaged record aside hears of it too, once.
+  let setAsideTold = false;
+  store.on('snapshot', (msg) => {
+    const aside = (msg.events ?? []).filter((e) => e.kind === 'record_set_aside').pop();
+    if (aside && !setAsideTold) onEvent(aside);
+    setAsideTold = true;
+  });
   store.on('error', (msg) => {
     const text = msg.message || msg.code || 'The server refused that';
     toast(`Not done: ${text}`, 'error', 7000);
