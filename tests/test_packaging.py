@@ -34,15 +34,87 @@ def _readme_commands() -> list[str]:
 def test_readme_opens_with_run_and_test_commands():
     run, test = _readme_commands()[:2]
     assert run.endswith("trainingrun") and "pip install ." in run
-    assert "pytest" in test and "[test,torch,notebook]" in test
+    assert test == "bash tests/run.sh"
 
 
-def test_ci_runs_the_readme_test_command_and_installs_chromium():
+def test_the_test_command_sets_everything_up_and_ci_calls_it():
+    script = (ROOT / "tests" / "run.sh").read_text()
+    lines = [line for line in script.splitlines() if line and not line.startswith("#")]
+    # The browser and node come from Debian's packages, never from a test tool's download.
+    packages = (ROOT / "tests" / "system-packages.sh").read_text()
+    assert "bash tests/system-packages.sh" in lines
+    assert "apt-get install" in packages and "chromium" in packages and "nodejs" in packages
+    assert "playwright install" not in script + packages
+    steps = [
+        "python3 -m venv .venv",
+        ".venv/bin/pip install -q -e '.[test,torch,notebook]'",
+        ".venv/bin/ruff check .",
+        ".venv/bin/ruff format --check .",
+        '.venv/bin/python -m pytest "$@"',
+    ]
+    assert [line for line in lines if line in steps] == steps
     ci = (ROOT / ".ci" / "run").read_text()
-    test = _readme_commands()[1]
-    assert test in ci.splitlines()
-    assert "apt-get install" in ci and "chromium" in ci
-    assert "playwright install" not in ci
+    assert _readme_commands()[1] in ci.splitlines()
+    assert "pytest" not in ci  # CI runs exactly the README's command, nothing of its own
+
+
+def _path_with(tmp_path: Path, *tools: str) -> str:
+    """A PATH holding only these tools (links to the real ones)."""
+    import shutil
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in tools:
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    return str(bin_dir)
+
+
+def test_without_rights_to_install_one_line_says_what_to_install(tmp_path):
+    """No chromium, no node, and no way to install them (no apt-get, no sudo): one line
+    names the packages and the command, and the tests go on (their browser tests skip)."""
+    path = _path_with(tmp_path, "bash", "id", "env", "true")
+    proc = subprocess.run(
+        ["bash", str(ROOT / "tests" / "system-packages.sh")],
+        env={"PATH": path}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "Cannot install chromium nodejs here: run 'sudo apt-get install -y chromium nodejs' "
+        "(until then their tests skip)"
+    ]
+
+
+def _fake(path: str, tool: str, body: str) -> None:
+    fake = Path(path) / tool
+    fake.write_text(f"#!/bin/sh\n{body}\n")
+    fake.chmod(0o755)
+
+
+def test_as_root_the_missing_packages_are_installed_with_apt(tmp_path):
+    path = _path_with(tmp_path, "bash", "env", "true")
+    log = tmp_path / "apt.log"
+    _fake(path, "id", "echo 0")  # root
+    _fake(path, "apt-get", f'echo "$@" >> {log}')
+    proc = subprocess.run(
+        ["bash", str(ROOT / "tests" / "system-packages.sh")],
+        env={"PATH": path}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["Installing chromium nodejs (Debian packages) ..."]
+    assert log.read_text().splitlines() == ["update -qq", "install -y -qq chromium nodejs"]
+
+
+def test_with_both_installed_nothing_is_installed(tmp_path):
+    path = _path_with(tmp_path, "bash", "id", "env", "true")
+    _fake(path, "chromium", "echo 'Chromium 1.2.3'")
+    _fake(path, "node", "echo v20.0.0")
+    proc = subprocess.run(
+        ["bash", str(ROOT / "tests" / "system-packages.sh")],
+        env={"PATH": path}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Installing" not in proc.stdout and "Cannot" not in proc.stdout
+    assert proc.stdout.splitlines() == ["Chromium 1.2.3", "node v20.0.0"]
 
 
 def test_dockerfile_installs_the_package_and_starts_its_console_script():
@@ -83,8 +155,9 @@ def test_browser_marker_is_registered():
 
 
 def _collected(*args: str) -> list[str]:
+    cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0"]
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+        [*cmd, "-p", "no:cacheprovider", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -282,3 +355,43 @@ def test_serve_names_a_bad_environment_variable(capsys, monkeypatch):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("trainingrun serve: TRAININGRUN_PORT: ") and err.count("\n") == 1
+
+
+BLOCK_EXTRAS = """
+import importlib.abc, sys
+
+class _Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "pythreejs", "ipywidgets"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, _Block())
+"""
+
+
+def test_the_fast_tests_run_without_the_optional_extras(tmp_path):
+    """With only `.[test]` installed (torch, pythreejs and ipywidgets made unimportable
+    here), the fast tests collect, and those needing an extra skip saying which; under CI a
+    missing extra is an error instead."""
+    (tmp_path / "sitecustomize.py").write_text(BLOCK_EXTRAS)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env.pop("CI", None)
+    args = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-rs"]
+    needing = ["tests/engine/test_backend_torch.py", "tests/notebook/test_cluster_view.py"]
+    collect = subprocess.run(
+        [*args, "--collect-only", "-m", "not browser"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert collect.returncode == 0, collect.stdout[-2000:] + collect.stderr[-2000:]
+    run = subprocess.run(
+        [*args, *needing], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 5, run.stdout[-2000:]  # 5: every test in them skipped
+    assert "needs the trainingrun[torch] extra" in run.stdout
+    assert "needs the trainingrun[notebook] extra" in run.stdout
+    ci = subprocess.run(
+        [*args, *needing], cwd=ROOT, env={**env, "CI": "true"},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert ci.returncode != 0 and "No module named 'torch'" in ci.stdout

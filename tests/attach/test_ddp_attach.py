@@ -11,11 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from extras import need
 from websockets.sync.client import connect
 
 from app.protocol import server_message_adapter
 
 from .conftest import WatchServer, start_job, step_log, step_rows, stop_job, wait_for
+
+need("torch", "torch")  # the job runs under torchrun
 
 JOB_SECONDS = 70.0  # the job's own length once it trains
 PHASE_S = 8.0  # seconds watched with the server up, dead, and up again

@@ -14,15 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel as DDP
+from extras import need
 
-from app.attach import Reporter
-from app.protocol import AttachBatch
+torch = need("torch", "torch")
 
-from .conftest import ROOT, free_port
+import torch.distributed as dist  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+from app.attach import Reporter  # noqa: E402
+from app.protocol import AttachBatch  # noqa: E402
+
+from .conftest import ROOT, free_port  # noqa: E402
 
 
 class Collector(ThreadingHTTPServer):

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from extras import need
 
-torch = pytest.importorskip("torch", reason="the torch backend needs the trainingrun[torch] extra")
+torch = need("torch", "torch")
 
 from app.engine import backend  # noqa: E402
 from app.engine.config import RunConfig  # noqa: E402

@@ -7,8 +7,9 @@ from __future__ import annotations
 import copy
 
 import pytest
+from extras import need
 
-p3 = pytest.importorskip("pythreejs", reason="the notebook view needs trainingrun[notebook]")
+p3 = need("pythreejs", "notebook")
 
 from app.notebook import ClusterView  # noqa: E402
 from app.notebook.layout import layout  # noqa: E402

@@ -8,6 +8,7 @@ browser is a failure: CI must not pass by testing nothing.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -76,6 +77,26 @@ class ServerProcess:
         self.stop()
         raise RuntimeError(f"server did not come up:\n{self.log_path.read_text()[-2000:]}")
 
+    def control(self, **body: object) -> dict:
+        """A control, as a page with the run's rights would send it (loopback: no token)."""
+        req = urllib.request.Request(
+            f"{self.url}/api/run/control",
+            data=json.dumps({"type": "control", **body}).encode(),
+            headers={"content-type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read())
+
+    def status(self) -> dict:
+        with urllib.request.urlopen(f"{self.url}/api/run", timeout=10) as r:
+            return json.loads(r.read())
+
+    def step_to(self, step: int) -> ServerProcess:
+        """Step a paused run one step at a time until it has made `step` steps."""
+        while self.status()["step"] < step:
+            self.control(action="step")
+        return self
+
     def stop(self) -> None:
         if self.proc is None:
             return
@@ -91,6 +112,10 @@ class ServerProcess:
 # A small, quick cluster: 8 GPUs on 2 servers, a checkpoint every 5 steps so a failure
 # visibly rolls back, and a pace the tests can watch.
 SMALL = ("--gpus", "8", "--servers", "2", "--checkpoint-every", "5", "--speed", "4")
+# Steps the module's shared server has made before its first page opens: the page has a loss,
+# a probe and a trace to show, and then nothing moves until a test asks (P resumes at SMALL's
+# pace, N steps once), so a page that is not about training draws a few frames and rests.
+HELD_AT = 3
 
 
 @pytest.fixture(scope="session")
@@ -112,13 +137,25 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """One real server per test module (starting one costs a few seconds of CPU)."""
-    srv = ServerProcess(tmp_path_factory.mktemp("run") / "run", None, *SMALL)
-    srv.start(fresh=True)
+    """One real server per test module (starting one costs a few seconds of CPU), paused at
+    step HELD_AT."""
+    srv = ServerProcess(tmp_path_factory.mktemp("run") / "run", None, *SMALL, "--paused")
+    srv.start(fresh=True).step_to(HELD_AT)
     try:
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture
+def live(server: ServerProcess) -> Iterator[ServerProcess]:
+    """The module's server training at SMALL's pace for one test (one about training);
+    paused again after it."""
+    server.control(action="resume")
+    try:
+        yield server
+    finally:
+        server.control(action="pause")
 
 
 class PageWatch:
