@@ -128,10 +128,12 @@ def test_ddp_job_attaches_survives_a_dead_server_and_reattaches(
         f"{after.rate:.1f} with it back; reporting cost {before.share:.3%}, "
         f"{dead.share:.3%}, {after.share:.3%} of the job's time"
     )
-    # Killing the server does not stop the job: it trains on through the whole outage (on
-    # this shared machine consecutive windows differ by a quarter with nothing killed, so
-    # the bound on the pace itself is loose) ...
-    assert dead.steps > 20 and dead.rate >= 0.7 * before.rate, (before, dead)
+    # Killing the server does not stop the job: it trains on through the whole outage. The
+    # bound on the pace itself is loose: on this shared machine consecutive windows differ by
+    # a quarter with nothing killed, and by a third when the suite's other test process (it
+    # runs one per core) starts a browser meanwhile; a job held up by its reporter would
+    # stall outright ...
+    assert dead.steps > 20 and dead.rate >= 0.5 * before.rate, (before, dead)
     # ... and reporting to a dead server costs the job under 5% of its time: the reporter's
     # own time in the training loop plus its sender thread's CPU, as the job measured them.
     assert dead.share < 0.05 and before.share < 0.05, (before, dead)

@@ -8,7 +8,6 @@ browser is a failure: CI must not pass by testing nothing.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -77,26 +76,6 @@ class ServerProcess:
         self.stop()
         raise RuntimeError(f"server did not come up:\n{self.log_path.read_text()[-2000:]}")
 
-    def control(self, **body: object) -> dict:
-        """A control, as a page with the run's rights would send it (loopback: no token)."""
-        req = urllib.request.Request(
-            f"{self.url}/api/run/control",
-            data=json.dumps({"type": "control", **body}).encode(),
-            headers={"content-type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return json.loads(r.read())
-
-    def status(self) -> dict:
-        with urllib.request.urlopen(f"{self.url}/api/run", timeout=10) as r:
-            return json.loads(r.read())
-
-    def step_to(self, step: int) -> ServerProcess:
-        """Step a paused run one step at a time until it has made `step` steps."""
-        while self.status()["step"] < step:
-            self.control(action="step")
-        return self
-
     def stop(self) -> None:
         if self.proc is None:
             return
@@ -112,14 +91,13 @@ class ServerProcess:
 # A small, quick cluster: 8 GPUs on 2 servers, a checkpoint every 5 steps so a failure
 # visibly rolls back, and a pace the tests can watch.
 SMALL = ("--gpus", "8", "--servers", "2", "--checkpoint-every", "5", "--speed", "4")
-# Steps the module's shared server has made before its first page opens: the page has a loss,
-# a probe and a trace to show, and then nothing moves until a test asks (P resumes at SMALL's
-# pace, N steps once), so a page that is not about training draws a few frames and rests.
-HELD_AT = 3
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """One headless Chromium per test module. Not one per session: while Playwright's sync API
+    is open it keeps an event loop running in the process, and under pytest-xdist the same
+    worker goes on to tests that start a loop of their own (asyncio.run), which would fail."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -137,25 +115,14 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """One real server per test module (starting one costs a few seconds of CPU), paused at
-    step HELD_AT."""
-    srv = ServerProcess(tmp_path_factory.mktemp("run") / "run", None, *SMALL, "--paused")
-    srv.start(fresh=True).step_to(HELD_AT)
+    """One real server per test module (starting one costs a few seconds of CPU), training at
+    SMALL's pace."""
+    srv = ServerProcess(tmp_path_factory.mktemp("run") / "run", None, *SMALL)
+    srv.start(fresh=True)
     try:
         yield srv
     finally:
         srv.stop()
-
-
-@pytest.fixture
-def live(server: ServerProcess) -> Iterator[ServerProcess]:
-    """The module's server training at SMALL's pace for one test (one about training);
-    paused again after it."""
-    server.control(action="resume")
-    try:
-        yield server
-    finally:
-        server.control(action="pause")
 
 
 class PageWatch:
