@@ -167,6 +167,9 @@ export function installTestHook({ store, getStage, actions, labels, tour, story 
     fullscreen: () => Boolean(document.fullscreenElement),
     camera: () => ({ ...actions.camera, distance: info()?.distance ?? null }),
     cameraPose: () => getStage()?.cameraPose?.() ?? null,
+    // A camera flight under way (a view, a tour stop, a lab's framing): false once it has
+    // landed and the frame at its goal is drawn.
+    cameraFlying: () => Boolean(info()?.flying),
     runId: () => s().hello?.run_id ?? null,
     memoryCase: () => (s().memoryCase ? JSON.parse(JSON.stringify(s().memoryCase)) : null),
     placement: () => s().placement ?? 'data',

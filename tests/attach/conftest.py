@@ -6,73 +6,29 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import ServerProcess, free_port, get_json
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "ddp_tiny.py"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+class WatchServer(ServerProcess):
+    """`trainingrun watch` on a loopback port: it can be killed and started again on the
+    same port, as the ranks report to a fixed address."""
 
-
-def get_json(url: str, timeout: float = 2.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return json.loads(r.read())
-
-
-class WatchServer:
-    """`python -m app.cli watch` on a fixed loopback port."""
-
-    def __init__(self, run_dir: Path, port: int | None = None) -> None:
-        self.run_dir = run_dir
-        self.port = port or free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = run_dir.parent / f"watch-{self.port}.log"
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 60.0) -> WatchServer:
-        cmd = [sys.executable, "-m", "app.cli", "watch", "--port", str(self.port)]
-        cmd += ["--run-dir", str(self.run_dir), "--log-level", "warning"]
-        log = open(self.log_path, "ab")  # noqa: SIM115 - closed with the process
-        self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"watch server exited:\n{self.log_path.read_text()[-2000:]}")
-            try:
-                get_json(self.url + "/api/health", 1.0)
-                return self
-            except OSError:
-                time.sleep(0.2)
-        self.kill()
-        raise RuntimeError(f"watch server did not come up:\n{self.log_path.read_text()[-2000:]}")
-
-    def kill(self) -> None:
-        """A crash: SIGKILL, no chance to say goodbye to the ranks."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
-        self.proc = None
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__(run_dir, "--log-level", "warning", command="watch")
 
     def status(self) -> dict[str, Any]:
-        return get_json(self.url + "/api/attach")
+        return get_json(self.url + "/api/attach", 2.0)
 
 
 @pytest.fixture

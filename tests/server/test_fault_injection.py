@@ -123,7 +123,6 @@ def kill(srv, fault: str, rng: random.Random) -> None:
         pid = health(srv.url)["worker_pid"]
     if fault == "server":
         os.kill(srv.proc.pid, signal.SIGKILL)
-        srv.stopped = True
         srv.proc.wait(10)
     else:
         srv.kill()

@@ -80,7 +80,6 @@ def test_the_worker_dies_with_the_server(live_server, tmp_path: Path) -> None:
     step = steps_seen(first.ws_url, lambda m: m["step"] >= 7 and m["step"] % 4 == 3)
     os.kill(first.proc.pid, signal.SIGKILL)  # the server only, not its process group
     first.proc.wait(10)
-    first.stopped = True
     deadline = time.monotonic() + 2
     while time.monotonic() < deadline and not gone(worker):
         time.sleep(0.02)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 import uvicorn
 import websockets
+from servers import free_port
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -41,12 +42,6 @@ async def app(scope, receive, send) -> None:
     headers = [(b"content-length", b"2")]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": b"ok"})
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(params=[H11Protocol, HttpToolsProtocol], ids=["h11", "httptools"])

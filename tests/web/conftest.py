@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from servers import ServerProcess
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,59 +29,6 @@ def _missing(reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"browser tests cannot run: {reason}")
     pytest.skip(reason)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ServerProcess:
-    """A real `python -m app.cli serve` on a loopback port, which can be stopped and started
-    again on the same port and run directory (to test reconnecting)."""
-
-    def __init__(self, run_dir: Path, port: int | None = None, *args: str) -> None:
-        self.run_dir = run_dir
-        self.port = port or free_port()
-        self.args = list(args)
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = run_dir.parent / f"server-{self.port}.log"
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, *, fresh: bool = False, timeout: float = 30.0) -> ServerProcess:
-        cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1"]
-        cmd += ["--port", str(self.port), "--run-dir", str(self.run_dir), *self.args]
-        if fresh:
-            cmd.append("--fresh")
-        log = open(self.log_path, "ab")  # noqa: SIM115 - closed with the process
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited early:\n{self.log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/api/health", timeout=1) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"server did not come up:\n{self.log_path.read_text()[-2000:]}")
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=5)
-        self.proc = None
 
 
 # A small, quick cluster: 8 GPUs on 2 servers, a checkpoint every 5 steps so a failure
@@ -117,7 +60,7 @@ def browser() -> Iterator[object]:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One real server per test module (starting one costs a few seconds of CPU), training at
     SMALL's pace."""
-    srv = ServerProcess(tmp_path_factory.mktemp("run") / "run", None, *SMALL)
+    srv = ServerProcess(tmp_path_factory.mktemp("run") / "run", *SMALL)
     srv.start(fresh=True)
     try:
         yield srv
@@ -177,6 +120,12 @@ def wait_stage(page: object, timeout: float = 30_000) -> None:
     )
 
 
+def landed(page: object, timeout: float = 20_000) -> None:
+    """Wait until no camera flight is under way: the frame at its goal has been drawn. Call it
+    after whatever started the flight (a key, a click) has returned."""
+    page.wait_for_function("!window.trainingRun.cameraFlying", timeout=timeout)
+
+
 def tr(page: object, name: str) -> object:
     return page.evaluate(f"window.trainingRun.{name}")
 
@@ -194,6 +143,7 @@ def web() -> SimpleNamespace:
     return SimpleNamespace(
         tr=tr,
         wait_stage=wait_stage,
+        landed=landed,
         screenshot=screenshot,
         open_page=open_page,
         ServerProcess=ServerProcess,

@@ -153,10 +153,11 @@ def _open(ctx, url: str):
 def servers(tmp: Path):
     """The two servers the walk needs, as the browser tests start them (tests/web/conftest.py,
     this file's folder when it runs as a script)."""
-    from conftest import ServerProcess
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for servers.py
+    from servers import ServerProcess
 
-    rights = ServerProcess(tmp / "rights", None, *RIGHTS).start(fresh=True, timeout=120)
-    viewer = ServerProcess(tmp / "viewer", None, *VIEWER).start(fresh=True, timeout=120)
+    rights = ServerProcess(tmp / "rights", *RIGHTS).start(fresh=True, timeout=120)
+    viewer = ServerProcess(tmp / "viewer", *VIEWER).start(fresh=True, timeout=120)
     return rights, viewer
 
 

@@ -4,51 +4,30 @@ and labels its numbers "measured on your cluster"."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servers import ServerProcess, free_port, get_json
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"  # git-ignored
 EXAMPLE = ROOT / "examples" / "ddp_tiny.py"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def watch_server(tmp_path: Path) -> Iterator[str]:
-    """A real `trainingrun watch` on a free loopback port; its URL."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "app.cli", "watch", "--port", str(port)]
-    cmd += ["--run-dir", str(tmp_path / "watch"), "--log-level", "warning"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    """A real `trainingrun watch` on a free loopback port, waiting for a job; its URL."""
+    srv = ServerProcess(tmp_path / "watch", "--log-level", "warning", command="watch").start()
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(url + "/api/attach", timeout=1) as r:
-                    assert json.loads(r.read())["waiting"] is True
-                break
-            except OSError:
-                time.sleep(0.2)
-        yield url
+        assert get_json(srv.url + "/api/attach")["waiting"] is True
+        yield srv.url
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        srv.kill()
 
 
 def start_job(url: str, log: Path) -> subprocess.Popen[bytes]:

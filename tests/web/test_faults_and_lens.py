@@ -23,7 +23,7 @@ SMALL = {"width": 1024, "height": 768}
 @pytest.fixture(scope="module")
 def server32(tmp_path_factory, web) -> Iterator[Any]:
     srv = web.ServerProcess(
-        tmp_path_factory.mktemp("run") / "run", None, "--speed", "2", "--checkpoint-every", "5"
+        tmp_path_factory.mktemp("run") / "run", "--speed", "2", "--checkpoint-every", "5"
     )
     srv.start(fresh=True, timeout=90)
     try:

@@ -46,12 +46,8 @@ VISIBLE_TEXT_JS = """() => {
 @pytest.fixture(scope="module")
 def two_servers(tmp_path_factory, web):
     tmp = tmp_path_factory.mktemp("langs")
-    rights = web.ServerProcess(tmp / "rights", None, *langwalk.RIGHTS).start(
-        fresh=True, timeout=120
-    )
-    viewer = web.ServerProcess(tmp / "viewer", None, *langwalk.VIEWER).start(
-        fresh=True, timeout=120
-    )
+    rights = web.ServerProcess(tmp / "rights", *langwalk.RIGHTS).start(fresh=True, timeout=120)
+    viewer = web.ServerProcess(tmp / "viewer", *langwalk.VIEWER).start(fresh=True, timeout=120)
     try:
         yield rights, viewer
     finally:

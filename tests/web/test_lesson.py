@@ -244,7 +244,7 @@ def test_new_run_on_another_cluster(page_at, web) -> None:
 
 def test_a_viewer_is_told_why_starting_over_does_nothing(browser, tmp_path, web) -> None:
     token = ("--public", "--token", "tok-lesson-42")
-    srv = web.ServerProcess(tmp_path / "run", None, *web.SMALL, *token)
+    srv = web.ServerProcess(tmp_path / "run", *web.SMALL, *token)
     srv.start(fresh=True)
     try:
         w = web.open_page(browser, srv.url, viewport={"width": 1280, "height": 720})

@@ -91,7 +91,7 @@ def test_each_live_card_replans_the_run_and_its_steps_arrive(page_at, web) -> No
 
 
 def test_a_plan_the_cluster_cannot_take_is_refused_on_the_card(browser, tmp_path, web) -> None:
-    srv = web.ServerProcess(tmp_path / "run", None, "--gpus", "2", "--servers", "1", "--speed", "4")
+    srv = web.ServerProcess(tmp_path / "run", "--gpus", "2", "--servers", "1", "--speed", "4")
     srv.start(fresh=True)
     try:
         w = web.open_page(browser, srv.url)
@@ -120,7 +120,7 @@ def test_a_plan_the_cluster_cannot_take_is_refused_on_the_card(browser, tmp_path
 def test_without_control_a_card_explains_and_shows_the_runs_plan(
     browser, tmp_path, web, viewport
 ) -> None:
-    srv = web.ServerProcess(tmp_path / "run", None, *web.SMALL, "--public", "--token", TOKEN)
+    srv = web.ServerProcess(tmp_path / "run", *web.SMALL, "--public", "--token", TOKEN)
     srv.start(fresh=True)
     try:
         w = web.open_page(browser, srv.url, **({"viewport": viewport} if viewport else {}))
@@ -179,7 +179,6 @@ def test_the_hud_plan_card_shows_the_plan_its_bubble_and_traffic(
 ) -> None:
     srv = web.ServerProcess(
         tmp_path / "run",
-        None,
         *web.SMALL,
         "--tp", "2", "--pp", "2", "--microbatches", "4", "--schedule", "1f1b",
     )  # fmt: skip

@@ -40,7 +40,7 @@ def _same_as(stop: int, view: int, params: str) -> str:
 
 def test_the_room_follows_the_presenter(browser, tmp_path, web) -> None:
     srv = web.ServerProcess(
-        tmp_path / "run", None, *web.SMALL, "--speed", "lesson", "--public", "--token", TOKEN
+        tmp_path / "run", *web.SMALL, "--speed", "lesson", "--public", "--token", TOKEN
     )
     srv.start(fresh=True)
     flat = None
@@ -210,7 +210,7 @@ def test_badge_and_presenter_bar_read_well_in_both_themes_and_by_screen_reader(
 def test_a_follower_sees_the_presenters_orbit(browser, tmp_path, web) -> None:
     """The presenter drags the scene round by hand: a follower's camera turns to the same
     angle; choosing a numbered view again brings the follower back to it as well."""
-    srv = web.ServerProcess(tmp_path / "run", None, *web.SMALL, "--speed", "lesson")
+    srv = web.ServerProcess(tmp_path / "run", *web.SMALL, "--speed", "lesson")
     srv.start(fresh=True)
     try:
         lead = web.open_page(browser, srv.url, "?present", viewport=VIEW).page

@@ -14,7 +14,7 @@ def _view_only(page) -> bool:
 
 
 def test_presenter_token_gives_control_and_leaves_the_address_bar(browser, tmp_path, web) -> None:
-    srv = web.ServerProcess(tmp_path / "run", None, *web.SMALL, "--public", "--token", TOKEN)
+    srv = web.ServerProcess(tmp_path / "run", *web.SMALL, "--public", "--token", TOKEN)
     srv.start(fresh=True)
     try:
         w = web.open_page(browser, srv.url, f"?token={TOKEN}&projector=0", viewport=VIEW)

@@ -28,7 +28,7 @@ EXTRA_DRAW_CALLS = 8
 
 def _server(web, tmp_path_factory, name: str, *args: str):
     srv = web.ServerProcess(
-        tmp_path_factory.mktemp(name) / "run", None, "--gpus", "8", "--servers", "2", *args,
+        tmp_path_factory.mktemp(name) / "run", "--gpus", "8", "--servers", "2", *args,
         "--speed", "2", "--checkpoint-every", "5",
     )  # fmt: skip
     return srv.start(fresh=True, timeout=90)
@@ -227,9 +227,7 @@ def _one_step_draw_calls(browser, web, srv) -> tuple[int, int]:
 
 def test_draw_calls_stay_near_data_parallel_and_flat_from_8_to_64_gpus(browser, web, tmp_path):
     def run(name, *args):
-        srv = web.ServerProcess(
-            tmp_path / name, None, *args, "--speed", "2", "--checkpoint-every", "0"
-        )
+        srv = web.ServerProcess(tmp_path / name, *args, "--speed", "2", "--checkpoint-every", "0")
         srv.start(fresh=True, timeout=120)
         try:
             return _one_step_draw_calls(browser, web, srv)

@@ -12,7 +12,7 @@ DEBUG = "window.trainingRun.stageDebug"
 
 
 def _max_draw_calls(browser, web, tmp_path, *args: str) -> tuple[int, int, int]:
-    srv = web.ServerProcess(tmp_path / f"run{args[1]}", None, *args, "--speed", "2")
+    srv = web.ServerProcess(tmp_path / f"run{args[1]}", *args, "--speed", "2")
     srv.start(fresh=True, timeout=90)
     try:
         w = web.open_page(browser, srv.url)

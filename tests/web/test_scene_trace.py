@@ -133,7 +133,7 @@ def _check_planned(out: dict, python: list, *, kinds_expected: set[str]) -> None
 def planned(request, tmp_path_factory, web):
     name = request.param
     srv = web.ServerProcess(
-        tmp_path_factory.mktemp(name) / "run", None, "--gpus", "8", "--servers", "2",
+        tmp_path_factory.mktemp(name) / "run", "--gpus", "8", "--servers", "2",
         *PLANS[name], "--speed", "4", "--checkpoint-every", "0",
     )  # fmt: skip
     srv.start(fresh=True, timeout=60)

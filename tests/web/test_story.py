@@ -110,7 +110,7 @@ def test_a_broken_story_is_named(tmp_path, monkeypatch) -> None:
 
 @pytest.fixture
 def story_server(tmp_path: Path, web):
-    srv = web.ServerProcess(tmp_path / "run", None, *SERVE)
+    srv = web.ServerProcess(tmp_path / "run", *SERVE)
     srv.start(fresh=True, timeout=120)
     try:
         yield srv
@@ -233,7 +233,7 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
 
 def test_a_viewer_without_rights_follows_the_run(browser, tmp_path, web) -> None:
     token = "story-presenter-7"
-    srv = web.ServerProcess(tmp_path / "run", None, "--gpus", "1", "--servers", "1", "--public",
+    srv = web.ServerProcess(tmp_path / "run", "--gpus", "1", "--servers", "1", "--public",
                             "--token", token, "--speed", "max", "--rest-after", "0")  # fmt: skip
     srv.start(fresh=True, timeout=120)
     try:
@@ -265,7 +265,7 @@ def test_a_story_opened_before_the_hello_waits_to_learn_its_rights(browser, tmp_
     send a reset in the meantime (the server would refuse a viewer's), only decide once the
     hello is in. The server's first messages are held back to make that order certain."""
     args = ("--gpus", "1", "--servers", "1", "--public", "--token", "story-presenter-8")
-    srv = web.ServerProcess(tmp_path / "run", None, *args, "--speed", "max", "--rest-after", "0")
+    srv = web.ServerProcess(tmp_path / "run", *args, "--speed", "max", "--rest-after", "0")
     srv.start(fresh=True, timeout=120)
     link: dict = {"ws": None, "held": [], "pass": False}
     sent: list[str] = []

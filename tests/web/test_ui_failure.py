@@ -120,7 +120,6 @@ def test_the_probe_never_passes_off_a_rolled_back_step_as_current(browser, web, 
     # from a step the run rolls back past.
     srv = web.ServerProcess(
         tmp_path / "run",
-        None,
         "--gpus",
         "4",
         "--servers",

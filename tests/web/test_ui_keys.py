@@ -56,7 +56,7 @@ def test_every_key_changes_its_state(page_at, web) -> None:
     for n in (1, 2, 3, 4):
         press(page, str(n))
         assert tr("view") == n
-        page.wait_for_timeout(2000)  # let the camera flight land before the photograph
+        web.landed(page)  # the photograph is taken where the view's flight lands
         web.screenshot(page, f"view-{n}")
     press(page, "0")
     assert tr("view") == 0

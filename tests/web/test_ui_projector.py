@@ -26,7 +26,7 @@ def test_projector_mode_sizes_and_toggle(page_at, web) -> None:
     ):
         assert float(size.removesuffix("px")) >= 24
     assert px(page, "#hud-step") >= 24
-    page.wait_for_timeout(1300)
+    web.landed(page)  # the photograph is taken where the first stop's flight lands
     web.screenshot(page, "projector")
     page.keyboard.press("Escape")
 

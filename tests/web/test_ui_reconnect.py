@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 def test_page_reconnects_after_a_server_restart(browser, tmp_path, web) -> None:
-    srv = web.ServerProcess(tmp_path / "run", None, *web.SMALL).start(fresh=True)
+    srv = web.ServerProcess(tmp_path / "run", *web.SMALL).start(fresh=True)
     try:
         w = web.open_page(browser, srv.url, viewport={"width": 1280, "height": 720})
         page = w.page
@@ -37,9 +37,7 @@ def test_page_reconnects_after_a_server_restart(browser, tmp_path, web) -> None:
 
 
 def test_a_refused_control_shows_a_clear_message(browser, tmp_path, web) -> None:
-    srv = web.ServerProcess(
-        tmp_path / "run", None, *web.SMALL, "--token", "presenter-s3cret", "--public"
-    )
+    srv = web.ServerProcess(tmp_path / "run", *web.SMALL, "--token", "presenter-s3cret", "--public")
     srv.start(fresh=True)
     try:
         w = web.open_page(browser, srv.url, viewport={"width": 1280, "height": 720})

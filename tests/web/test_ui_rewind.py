@@ -14,7 +14,6 @@ THUMB_PX = 18  # the handle's width in static/css/rewind.css
 def run60(tmp_path_factory, web):
     srv = web.ServerProcess(
         tmp_path_factory.mktemp("rewind") / "run",
-        None,
         *("--gpus", "8", "--servers", "2", "--checkpoint-every", "20", "--speed", "6"),
     )
     srv.start(fresh=True)

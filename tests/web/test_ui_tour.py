@@ -59,7 +59,7 @@ def test_tour_visits_every_stop_and_esc_leaves(page_at, server, web) -> None:
         assert snap["highlighted"] == [stop["part"]]
         seen.append(caption)
         if k == 4:
-            page.wait_for_timeout(1300)  # let the flight land before the photograph
+            web.landed(page)  # the photograph is taken where the stop's flight lands
             web.screenshot(page, "tour")
     assert len(seen) == len(stops)
 

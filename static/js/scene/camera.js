@@ -238,6 +238,10 @@ export function createCameraRig({ canvas, spec, look, requestRender }) {
     get view() {
       return view;
     },
+    /** Whether an eased flight is under way (it ends on a frame drawn at its goal). */
+    get flying() {
+      return flight !== null;
+    },
     /** Whether the camera was moved by hand since the last view was chosen. */
     get manual() {
       return manual;

@@ -281,6 +281,7 @@ export function createStage(canvas, { spec, topology, store }) {
       triangles: renderer.info.render.triangles,
       view: rig.view,
       distance: rig.distance,
+      flying: rig.flying,
       drawables: scenery.drawables(),
       programs: renderer.info.programs?.length ?? null,
       playing: playback.playing(look.signal),
