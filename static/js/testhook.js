@@ -134,6 +134,7 @@ export function installTestHook({ store, getStage, actions, labels, tour, story 
     exploded: () => s().exploded,
     tourActive: () => s().tour.active,
     tourStop: () => s().tour.stop,
+    tourEnded: () => Boolean(s().tour.ended),
     tourLength: () => tour.length,
     tourAuto: () => s().tourAuto,
     tourMore: () => s().tourMore,

@@ -246,3 +246,39 @@ def test_a_follower_sees_the_presenters_orbit(browser, tmp_path, web) -> None:
         wait(follow, "window.trainingRun.view === 2 && window.trainingRun.cameraPose === null")
     finally:
         srv.stop()
+
+
+def test_followers_see_the_end_of_the_tour_and_the_start_again(browser, tmp_path, web) -> None:
+    """The presenter presses past the last stop: followers show the end of the tour too, and
+    go back to stop 1 with the presenter when it starts again."""
+    srv = web.ServerProcess(tmp_path / "run", *web.SMALL, "--speed", "lesson")
+    srv.start(fresh=True)
+    try:
+        lead = web.open_page(browser, srv.url, "?present", viewport=VIEW).page
+        follow = web.open_page(browser, srv.url, "", viewport=VIEW).page
+        for page in (lead, follow):
+            wait(page, READY)
+        wait(lead, "window.trainingRun.presenting && window.trainingRun.followers === 1")
+        wait(follow, "window.trainingRun.following")
+        n = lead.evaluate("window.trainingRun.tourLength")
+        lead.keyboard.press("t")
+        for _ in range(2 * n):
+            lead.keyboard.press("PageDown")
+            if lead.evaluate("window.trainingRun.tourEnded"):
+                break
+        assert lead.evaluate("window.trainingRun.tourEnded")
+        wait(
+            follow,
+            "window.trainingRun.tourEnded && window.trainingRun.tourActive"
+            " && document.getElementById('tour-title').textContent === 'End of the tour'",
+            timeout=10_000,
+        )
+        lead.keyboard.press("PageDown")  # start again
+        wait(
+            follow,
+            "!window.trainingRun.tourEnded && window.trainingRun.tourStop === 0"
+            " && window.trainingRun.tourActive",
+            timeout=10_000,
+        )
+    finally:
+        srv.stop()

@@ -80,6 +80,51 @@ def test_tour_visits_every_stop_and_esc_leaves(page_at, server, web) -> None:
     assert w.errors == []
 
 
+END = """(key) => {
+  document.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true }));
+  const t = window.trainingRun, box = document.getElementById('tour-box');
+  return {
+    active: t.tourActive, stop: t.tourStop, ended: t.tourEnded, shown: !box.hidden,
+    title: document.getElementById('tour-title').textContent,
+    count: document.getElementById('tour-count').textContent,
+    next: document.getElementById('tour-next').textContent,
+  };
+}"""
+
+
+def test_the_tour_goes_both_ways_and_its_end_says_so(page_at, web) -> None:
+    w = page_at(viewport={"width": 1024, "height": 768})
+    page = w.page
+    web.wait_stage(page)
+    n = web.tr(page, "tourLength")
+    page.evaluate(END, "t")
+    # Through every stop (a stop that asks first takes two presses) to the end.
+    for _ in range(2 * n):
+        snap = page.evaluate(END, "PageDown")
+        if snap["ended"]:
+            break
+    assert snap["ended"] and snap["active"] and snap["shown"], snap
+    assert snap["title"] == "End of the tour" and snap["count"] == f"all {n} stops seen", snap
+    assert snap["next"] == "start again ▶", snap
+    # PageUp from the end goes back to the last stop, and from there to the one before it.
+    snap = page.evaluate(END, "PageUp")
+    assert snap["stop"] == n - 1 and not snap["ended"] and snap["next"] == "next ▶", snap
+    snap = page.evaluate(END, "PageUp")
+    assert snap["stop"] == n - 2 and snap["active"], snap
+    # Forward to the end again; the press after it starts the tour over from stop 1.
+    for _ in range(6):
+        snap = page.evaluate(END, "PageDown")
+        if snap["ended"]:
+            break
+    assert snap["ended"], snap
+    snap = page.evaluate(END, "PageDown")
+    assert snap["stop"] == 0 and not snap["ended"] and snap["active"], snap
+    assert snap["count"] == f"stop 1 of {n}", snap
+    page.keyboard.press("Escape")
+    assert web.tr(page, "tourActive") is False
+    assert w.errors == []
+
+
 def test_tour_moves_on_by_itself_when_asked(page_at, web) -> None:
     w = page_at(viewport={"width": 1280, "height": 720})
     page = w.page

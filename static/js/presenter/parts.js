@@ -25,7 +25,7 @@ export function createParts({ store, actions, getTour, getLabs, getStage }) {
   defs.set('tour', {
     read() {
       const t = store.state.tour;
-      return { active: Boolean(t.active), stop: t.stop ?? 0, revealed: t.revealed !== false };
+      return { active: Boolean(t.active), stop: t.stop ?? 0, revealed: t.revealed !== false, ended: Boolean(t.ended) };
     },
     apply(p) {
       const tour = getTour();
@@ -35,6 +35,10 @@ export function createParts({ store, actions, getTour, getLabs, getStage }) {
         return true;
       }
       if (!tour.length) return false; // the scene data is not here yet
+      if (p.ended === true) {
+        if (!tour.ended) tour.end();
+        return true;
+      }
       return tour.goTo(Math.max(0, Math.min(tour.length - 1, Number(p.stop) || 0)), { reveal: p.revealed === true });
     },
   });

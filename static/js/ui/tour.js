@@ -33,6 +33,7 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
   const moreBtn = $('tour-more-btn');
   const autoBtn = $('tour-auto');
   const track = $('tour-progress-track');
+  const nextBtn = $('tour-next');
   const progress = $('tour-progress');
 
   let stops = [];
@@ -41,6 +42,9 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
   // Predict, then reveal: a stop with `ask` shows its question first; the next press shows
   // the answer (quoting the live run) and only the press after that moves on.
   let revealed = true;
+  // Past the last stop: the box says the tour is over and offers to start again; previous
+  // goes back to the last stop.
+  let ended = false;
   // The auto-advance clock: this stop's length, what is left of it, and since when it runs.
   let timer = 0;
   let durMs = 0;
@@ -54,7 +58,7 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
 
   function renderText() {
     const stop = stops[index];
-    if (!stop) return;
+    if (!stop || ended) return;
     const values = liveValues(store);
     const ask = stop.ask;
     const text = ask
@@ -102,7 +106,7 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
   }
 
   function runClock() {
-    if (!store.state.tour.active || !store.state.tourAuto || held()) {
+    if (!store.state.tour.active || !store.state.tourAuto || held() || ended) {
       stopClock();
       return;
     }
@@ -145,6 +149,8 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
 
   function show(i) {
     index = Math.max(0, Math.min(stops.length - 1, i));
+    ended = false;
+    nextBtn.textContent = word('tourNext');
     const stop = stops[index];
     revealed = !stop.ask;
     store.set('tour', { active: true, stop: index, revealed });
@@ -165,6 +171,29 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     else runClock();
   }
 
+  /** The end of the tour: said in the box, which stays, with "start again" for next. */
+  function showEnd() {
+    if (!stops.length) return;
+    index = stops.length - 1;
+    ended = true;
+    clearTimeout(timer);
+    since = 0;
+    if (store.state.tourMore) store.set('tourMore', false);
+    moreBox.hidden = true;
+    moreBtn.hidden = true;
+    store.set('tour', { active: true, stop: index, revealed: true, ended: true });
+    box.hidden = false;
+    box.classList.remove('asking');
+    document.body.classList.add('touring');
+    count.textContent = word('tourEndCount', { total: stops.length });
+    title.textContent = word('tourEnd');
+    caption.textContent = word('tourEndCaption');
+    nextBtn.textContent = word('tourAgain');
+    labels.highlight(null);
+    getStage()?.highlight(null);
+    bar(0, 0);
+  }
+
   function start(at = 0) {
     if (!stops.length) return;
     show(at);
@@ -174,6 +203,8 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     clearTimeout(timer);
     since = 0;
     if (!store.state.tour.active) return;
+    ended = false;
+    nextBtn.textContent = word('tourNext');
     box.hidden = true;
     document.body.classList.remove('touring');
     store.set('tour', { active: false, stop: index });
@@ -207,12 +238,19 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     start,
     stop: stop_,
     next() {
-      if (store.state.tour.active && !revealed) api.reveal();
+      if (ended) show(0);
+      else if (store.state.tour.active && !revealed) api.reveal();
       else if (index < stops.length - 1) show(index + 1);
-      else stop_();
+      else showEnd();
     },
     prev() {
-      show(Math.max(0, index - 1));
+      // From the end, back to the last stop; from a stop, to the one before.
+      show(ended ? index : Math.max(0, index - 1));
+    },
+    /** Past the last stop (a follower shown where its presenter is). */
+    end: showEnd,
+    get ended() {
+      return ended;
     },
     setAuto,
     setMore,
@@ -229,7 +267,7 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     /** Go to stop `i` (0-based) as a follower or a lesson link asks: the tour starts if need be. */
     goTo(i, { reveal = false } = {}) {
       if (!stops.length) return false;
-      if (!store.state.tour.active || index !== i) show(i);
+      if (!store.state.tour.active || index !== i || ended) show(i);
       if (reveal) api.reveal();
       return true;
     },

@@ -27,6 +27,11 @@ const TABLES = {
     predict: 'Predict first',
     predictHint: 'next press shows the answer',
     answer: 'Answer',
+    tourEnd: 'End of the tour',
+    tourEndCount: 'all {total} stops seen',
+    tourEndCaption: 'That was the whole tour: ◀ previous goes back to the last stop, start again ▶ begins at stop 1, Esc leaves.',
+    tourNext: 'next ▶',
+    tourAgain: 'start again ▶',
     stepWords:
       'Step {step}: {gpus} GPUs each guessed the next words for their slice of the batch and worked back to their nudges; the ring averaged them in {ring_passes} passes, {ring_bytes} sent by each GPU. Loss now {loss}. The model bets on "{top_word}" after "Once upon a" ({top_p}).',
   },
