@@ -148,6 +148,9 @@ class TourAsk(_Strict):
 
     question: str = Field(min_length=1, max_length=200)
     answer: str = Field(min_length=1, max_length=200)
+    # Panels that would give the answer away, hidden while the room predicts: "probe", the
+    # model's bets after "Once upon a" (its page element is marked data-conceal="probe").
+    conceals: list[Literal["probe"]] = Field(default_factory=list, max_length=4)
 
     @field_validator("question", "answer")
     @classmethod

@@ -194,3 +194,38 @@ def test_the_tour_in_german_has_words_for_every_stop(page_at, server, web) -> No
     assert len({s["title"] for s in seen}) == len({s["part"] for s in stops})
     page.keyboard.press("Escape")
     assert w.errors == []
+
+
+CONCEALED = """() => {
+  const panel = document.querySelector('[data-conceal="probe"]');
+  const seen = (el) =>
+    getComputedStyle(el).visibility === 'visible' && el.getBoundingClientRect().height > 0;
+  return {
+    stop: window.trainingRun.tourStop,
+    bets: seen(document.getElementById('probe-bars')),
+    heading: seen(panel.querySelector('.panel-head')),
+    note: seen(panel.querySelector('.conceal-note')),
+  };
+}"""
+
+
+def test_a_question_hides_the_panel_that_gives_its_answer_away(page_at, server, web) -> None:
+    with urllib.request.urlopen(f"{server.url}/api/scenes/training-run", timeout=10) as r:
+        stops = json.load(r)["tour"]
+    at = next(i for i, s in enumerate(stops) if "probe" in (s.get("ask") or {}).get("conceals", []))
+    w = page_at(viewport={"width": 1024, "height": 768})
+    page = w.page
+    web.wait_stage(page)
+    page.wait_for_function("window.trainingRun.step > 0")
+    assert web.tr(page, "tourActive") is False
+    assert page.evaluate(CONCEALED) == {"stop": 0, "bets": True, "heading": True, "note": False}
+    page.evaluate(SNAP, "t")
+    while web.tr(page, "tourStop") < at:  # a stop that asks takes a press more
+        page.evaluate(SNAP, "PageDown")
+    # The room predicts: the model's bets and the word in the heading are out of sight.
+    assert page.evaluate(CONCEALED) == {"stop": at, "bets": False, "heading": False, "note": True}
+    page.evaluate(SNAP, "PageDown")  # the reveal
+    assert page.evaluate(CONCEALED) == {"stop": at, "bets": True, "heading": True, "note": False}
+    page.keyboard.press("Escape")
+    assert page.evaluate(CONCEALED)["bets"] is True
+    assert w.errors == []

@@ -67,9 +67,18 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
         : `${word('predict')}: ${fillTemplate(ask.question, values)} (${word('predictHint')})`
       : fillTemplate(stop.caption, values);
     box.classList.toggle('asking', Boolean(ask) && !revealed);
+    conceal(ask && !revealed ? ask.conceals : null);
     if (caption.textContent !== text) caption.textContent = text;
     const more = stop.more ? fillTemplate(stop.more, values) : '';
     if (moreText.textContent !== more) moreText.textContent = more;
+  }
+
+  /** Predict, then reveal, for real: the panels a question names (data-conceal) hide what
+   * they show until the answer is revealed; null shows them all again. */
+  function conceal(names) {
+    for (const el of document.querySelectorAll('[data-conceal]')) {
+      el.classList.toggle('concealed', Boolean(names?.includes(el.dataset.conceal)));
+    }
   }
 
   function move(stop) {
@@ -176,6 +185,7 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     if (!stops.length) return;
     index = stops.length - 1;
     ended = true;
+    conceal(null);
     clearTimeout(timer);
     since = 0;
     if (store.state.tourMore) store.set('tourMore', false);
@@ -204,6 +214,7 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     since = 0;
     if (!store.state.tour.active) return;
     ended = false;
+    conceal(null);
     nextBtn.textContent = word('tourNext');
     box.hidden = true;
     document.body.classList.remove('touring');
