@@ -282,3 +282,41 @@ def test_followers_see_the_end_of_the_tour_and_the_start_again(browser, tmp_path
         )
     finally:
         srv.stop()
+
+
+CHIP = """() => {
+  const box = (el) => {
+    const r = el.getBoundingClientRect();
+    return [r.left, r.top, r.right, r.bottom];
+  };
+  const chip = document.getElementById('follow-badge');
+  const others = [...document.querySelectorAll('#labels .label, .stats .stat')]
+    .filter((el) => el.offsetParent !== null).map((el) => [el.textContent.trim(), box(el)]);
+  return { chip: box(chip), shown: !chip.hidden, w: innerWidth, h: innerHeight, others };
+}"""
+
+
+def test_a_followers_chip_is_small_and_in_the_corner(browser, tmp_path, web) -> None:
+    """Following shows as a small chip in the top right corner, over no numbered label and no
+    number of the run, in English and German, on a projector's 1024 px and at 1920."""
+    srv = web.ServerProcess(tmp_path / "run", *web.SMALL, "--speed", "lesson")
+    srv.start(fresh=True)
+    try:
+        lead = web.open_page(browser, srv.url, "?present", viewport=VIEW).page
+        wait(lead, READY)
+        for size, lang in (((1024, 768), "de"), ((1024, 768), "en"), ((1920, 1080), "en")):
+            view = {"width": size[0], "height": size[1]}
+            page = web.open_page(browser, srv.url, f"?lang={lang}", viewport=view).page
+            wait(page, READY + " && window.trainingRun.following && window.trainingRun.stageReady")
+            page.wait_for_function("window.trainingRun.labelCount === 7")
+            got = page.evaluate(CHIP)
+            left, top, right, bottom = got["chip"]
+            assert got["shown"], got
+            assert top <= 16 and got["w"] - right <= 16, (size, lang, got["chip"])
+            assert (right - left) * (bottom - top) <= 260 * 60, (size, lang, got["chip"])
+            for name, (l2, t2, r2, b2) in got["others"]:
+                apart = right <= l2 or left >= r2 or bottom <= t2 or top >= b2
+                assert apart, (size, lang, name, got["chip"], (l2, t2, r2, b2))
+            page.context.close()
+    finally:
+        srv.stop()
