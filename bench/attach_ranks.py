@@ -22,12 +22,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -38,47 +33,12 @@ import httpx
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from server import serving  # noqa: E402
+
 PER_NODE = 8
 POSTERS = 8
 SETTLE_S = 2.5  # longer than the server's longest hold of a hello, to count a trailing one
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self, run_dir: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "app.cli", "watch", "--port", str(self.port)]
-        cmd += ["--run-dir", str(run_dir), "--log-level", "warning"]
-        self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, stdout=subprocess.DEVNULL, start_new_session=True
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit("the watch server exited")
-            try:
-                httpx.get(self.url + "/api/health", timeout=1.0)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.stop()
-        raise SystemExit("the watch server did not come up")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
 
 
 class Viewer:
@@ -215,31 +175,25 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [int(x) for x in args.ranks.split(",") if x]
     print(f"{'ranks':>6} {'register s':>11} {'hellos':>7} {'viewer bytes':>13} {'bytes/rank':>11}")
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, world in enumerate(sizes):
-            server = Server(Path(tmp) / f"run{i}")
-            try:
-                took, viewer = register(server.url, world)
-                viewer.close()
-            finally:
-                server.stop()
-            print(
-                f"{world:>6} {took:>11.2f} {viewer.hellos:>7} {viewer.bytes:>13,} "
-                f"{viewer.bytes / world:>11,.0f}",
-                flush=True,
-            )
-        if args.flaps:
-            server = Server(Path(tmp) / "flap")
-            try:
-                took, viewer = flapping(server.url, args.flaps, args.flap_ranks)
-                viewer.close()
-            finally:
-                server.stop()
-            print(
-                f"flapping host name, {args.flap_ranks} ranks: {args.flaps} posts of rank 0 in "
-                f"{took:.2f} s -> {viewer.hellos} hellos, {viewer.bytes:,} bytes to the viewer",
-                flush=True,
-            )
+    watch = ("--log-level", "warning")
+    for world in sizes:
+        with serving(*watch, command="watch", ready_s=60) as (url, _server):
+            took, viewer = register(url, world)
+            viewer.close()
+        print(
+            f"{world:>6} {took:>11.2f} {viewer.hellos:>7} {viewer.bytes:>13,} "
+            f"{viewer.bytes / world:>11,.0f}",
+            flush=True,
+        )
+    if args.flaps:
+        with serving(*watch, command="watch", ready_s=60) as (url, _server):
+            took, viewer = flapping(url, args.flaps, args.flap_ranks)
+            viewer.close()
+        print(
+            f"flapping host name, {args.flap_ranks} ranks: {args.flaps} posts of rank 0 in "
+            f"{took:.2f} s -> {viewer.hellos} hellos, {viewer.bytes:,} bytes to the viewer",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

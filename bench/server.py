@@ -1,6 +1,6 @@
-"""The real server for a benchmark: `trainingrun serve` on a free loopback port with a run dir
-of its own, ready when its health answers, stopped with Ctrl+C (a final checkpoint) and killed
-if it does not stop.
+"""The real server for a benchmark: `trainingrun serve` (or `watch`) on a free loopback port
+with a run dir of its own, ready when its health answers, stopped with Ctrl+C (a final
+checkpoint) and killed if it does not stop.
 
     with serving("--speed", "max") as (base, proc):
         httpx.get(base + "/api/run")
@@ -39,12 +39,15 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(*args: str, ready_s: float = 120.0) -> Iterator[tuple[str, subprocess.Popen]]:
-    """(base URL, server process) of a server started with `args` beyond port and run dir."""
+def serving(
+    *args: str, command: str = "serve", ready_s: float = 120.0
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """(base URL, server process) of a server (`trainingrun serve`, or `watch`) started with
+    `args` beyond port and run dir."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--run-dir", tmp]
+        cmd = [sys.executable, "-m", "app.cli", command, "--port", str(port), "--run-dir", tmp]
         server = subprocess.Popen([*cmd, *args], cwd=ROOT, start_new_session=True)
         try:
             deadline = time.time() + ready_s

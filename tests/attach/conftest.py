@@ -20,6 +20,23 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "ddp_tiny.py"
 
 
+def rank_info(rank: int, world: int, per_node: int, host: str | None = None) -> dict[str, Any]:
+    """What a CPU rank of a gloo job says of itself when it attaches (its host named after its
+    node unless given)."""
+    return {
+        "rank": rank,
+        "world_size": world,
+        "local_rank": rank % per_node,
+        "local_world_size": per_node,
+        "node": rank // per_node,
+        "host": host or f"node{rank // per_node}",
+        "backend": "gloo",
+        "device": "cpu",
+        "params": 1000,
+        "weights_bytes": 4000,
+    }
+
+
 class WatchServer(ServerProcess):
     """`trainingrun watch` on a loopback port: it can be killed and started again on the
     same port, as the ranks report to a fixed address."""

@@ -25,7 +25,7 @@ from websockets.sync.client import connect
 from app.attached.run import HELLO_MAX_HOLD_S, MAX_STEP_JUMP
 from app.protocol import server_message_adapter
 
-from .conftest import WatchServer
+from .conftest import WatchServer, rank_info
 
 
 def rank_body(
@@ -38,18 +38,7 @@ def rank_body(
     run: str = "job-1",
     forward_s: float = 0.002,
 ) -> dict[str, Any]:
-    info = {
-        "rank": rank,
-        "world_size": world,
-        "local_rank": rank % per_node,
-        "local_world_size": per_node,
-        "node": rank // per_node,
-        "host": host or f"node{rank // per_node}",
-        "backend": "gloo",
-        "device": "cpu",
-        "params": 1000,
-        "weights_bytes": 4000,
-    }
+    info = rank_info(rank, world, per_node, host)
     reports = [
         {
             "step": s,

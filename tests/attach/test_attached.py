@@ -22,6 +22,8 @@ from app.web.app import create_app
 from app.web.guard import Guard
 from app.web.hub import Frame, Hub
 
+from .conftest import rank_info
+
 
 class RecordingHub(Hub):
     def __init__(self) -> None:
@@ -40,18 +42,7 @@ class RecordingHub(Hub):
 def batch(
     rank: int, steps: list[int], *, world: int = 4, per_node: int = 2, run: str = "job-1", **kw: Any
 ) -> AttachBatch:
-    info = {
-        "rank": rank,
-        "world_size": world,
-        "local_rank": rank % per_node,
-        "local_world_size": per_node,
-        "node": rank // per_node,
-        "host": f"node{rank // per_node}",
-        "backend": "gloo",
-        "device": "cpu",
-        "params": 1000,
-        "weights_bytes": 4000,
-    }
+    info = rank_info(rank, world, per_node)
     reports = [
         {
             "step": s,

@@ -6,6 +6,8 @@ with a clear error."""
 
 from __future__ import annotations
 
+import pytest
+
 TOKEN = "presenter-t0ken-14"
 CHROMIUM = "/usr/bin/chromium"
 VIEW = {"width": 800, "height": 600}
@@ -26,6 +28,28 @@ def wait(page, expr: str, timeout: float = 30_000) -> None:
     except Exception as exc:
         errors = getattr(page, "errors_seen", [])
         raise AssertionError(f"{expr} never came true: {page.evaluate(STATE)} {errors}") from exc
+
+
+@pytest.fixture
+def lesson_server(tmp_path, web):
+    """A loopback server at lesson pace: any page may present on it."""
+    srv = web.ServerProcess(tmp_path / "run", *web.SMALL, "--speed", "lesson")
+    srv.start(fresh=True)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def lead_and_follower(browser, web, url: str):
+    """A presenting page and one page following it, both with the stage up."""
+    lead = web.open_page(browser, url, "?present", viewport=VIEW).page
+    follow = web.open_page(browser, url, "", viewport=VIEW).page
+    for page in (lead, follow):
+        wait(page, READY + " && window.trainingRun.stageReady")
+    wait(lead, "window.trainingRun.presenting && window.trainingRun.followers === 1")
+    wait(follow, "window.trainingRun.following")
+    return lead, follow
 
 
 def _same_as(stop: int, view: int, params: str) -> str:
@@ -207,81 +231,61 @@ def test_badge_and_presenter_bar_read_well_in_both_themes_and_by_screen_reader(
         flat.close()
 
 
-def test_a_follower_sees_the_presenters_orbit(browser, tmp_path, web) -> None:
+def test_a_follower_sees_the_presenters_orbit(browser, lesson_server, web) -> None:
     """The presenter drags the scene round by hand: a follower's camera turns to the same
     angle; choosing a numbered view again brings the follower back to it as well."""
-    srv = web.ServerProcess(tmp_path / "run", *web.SMALL, "--speed", "lesson")
-    srv.start(fresh=True)
-    try:
-        lead = web.open_page(browser, srv.url, "?present", viewport=VIEW).page
-        follow = web.open_page(browser, srv.url, "", viewport=VIEW).page
-        for page in (lead, follow):
-            wait(page, READY + " && window.trainingRun.stageReady")
-        wait(lead, "window.trainingRun.presenting && window.trainingRun.followers === 1")
-        wait(follow, "window.trainingRun.following")
-        assert follow.evaluate("window.trainingRun.cameraPose") is None
-        # Orbit on the presenter's canvas with the mouse.
-        # A point where the canvas itself is under the mouse (labels and panels lie over it).
-        x, y = lead.evaluate(
-            "(() => { for (let y = 300; y < 560; y += 20) for (let x = 160; x < 520; x += 20)"
-            " if (document.elementFromPoint(x, y)?.id === 'stage') return [x, y];"
-            " return [400, 300]; })()"
-        )
-        lead.mouse.move(x, y)
-        lead.mouse.down()
-        for i in range(1, 11):
-            lead.mouse.move(x + 18 * i, y + 4 * i)
-        lead.mouse.up()
-        wait(lead, "window.trainingRun.cameraPose !== null")
-        wait(
-            follow,
-            "(() => { const a = window.trainingRun.cameraPose; if (!a) return false;"
-            f" const b = {lead.evaluate('JSON.stringify(window.trainingRun.cameraPose)')};"
-            " return [0, 1, 2].every((i) => Math.abs(a.position[i] - b.position[i]) < 0.05"
-            " && Math.abs(a.target[i] - b.target[i]) < 0.05); })()",
-            timeout=10_000,
-        )
-        assert follow.evaluate("window.trainingRun.following")  # it followed, it did not leave
-        lead.keyboard.press("2")
-        wait(follow, "window.trainingRun.view === 2 && window.trainingRun.cameraPose === null")
-    finally:
-        srv.stop()
+    lead, follow = lead_and_follower(browser, web, lesson_server.url)
+    assert follow.evaluate("window.trainingRun.cameraPose") is None
+    # Orbit on the presenter's canvas with the mouse.
+    # A point where the canvas itself is under the mouse (labels and panels lie over it).
+    x, y = lead.evaluate(
+        "(() => { for (let y = 300; y < 560; y += 20) for (let x = 160; x < 520; x += 20)"
+        " if (document.elementFromPoint(x, y)?.id === 'stage') return [x, y];"
+        " return [400, 300]; })()"
+    )
+    lead.mouse.move(x, y)
+    lead.mouse.down()
+    for i in range(1, 11):
+        lead.mouse.move(x + 18 * i, y + 4 * i)
+    lead.mouse.up()
+    wait(lead, "window.trainingRun.cameraPose !== null")
+    wait(
+        follow,
+        "(() => { const a = window.trainingRun.cameraPose; if (!a) return false;"
+        f" const b = {lead.evaluate('JSON.stringify(window.trainingRun.cameraPose)')};"
+        " return [0, 1, 2].every((i) => Math.abs(a.position[i] - b.position[i]) < 0.05"
+        " && Math.abs(a.target[i] - b.target[i]) < 0.05); })()",
+        timeout=10_000,
+    )
+    assert follow.evaluate("window.trainingRun.following")  # it followed, it did not leave
+    lead.keyboard.press("2")
+    wait(follow, "window.trainingRun.view === 2 && window.trainingRun.cameraPose === null")
 
 
-def test_followers_see_the_end_of_the_tour_and_the_start_again(browser, tmp_path, web) -> None:
+def test_followers_see_the_end_of_the_tour_and_the_start_again(browser, lesson_server, web) -> None:
     """The presenter presses past the last stop: followers show the end of the tour too, and
     go back to stop 1 with the presenter when it starts again."""
-    srv = web.ServerProcess(tmp_path / "run", *web.SMALL, "--speed", "lesson")
-    srv.start(fresh=True)
-    try:
-        lead = web.open_page(browser, srv.url, "?present", viewport=VIEW).page
-        follow = web.open_page(browser, srv.url, "", viewport=VIEW).page
-        for page in (lead, follow):
-            wait(page, READY)
-        wait(lead, "window.trainingRun.presenting && window.trainingRun.followers === 1")
-        wait(follow, "window.trainingRun.following")
-        n = lead.evaluate("window.trainingRun.tourLength")
-        lead.keyboard.press("t")
-        for _ in range(2 * n):
-            lead.keyboard.press("PageDown")
-            if lead.evaluate("window.trainingRun.tourEnded"):
-                break
-        assert lead.evaluate("window.trainingRun.tourEnded")
-        wait(
-            follow,
-            "window.trainingRun.tourEnded && window.trainingRun.tourActive"
-            " && document.getElementById('tour-title').textContent === 'End of the tour'",
-            timeout=10_000,
-        )
-        lead.keyboard.press("PageDown")  # start again
-        wait(
-            follow,
-            "!window.trainingRun.tourEnded && window.trainingRun.tourStop === 0"
-            " && window.trainingRun.tourActive",
-            timeout=10_000,
-        )
-    finally:
-        srv.stop()
+    lead, follow = lead_and_follower(browser, web, lesson_server.url)
+    n = lead.evaluate("window.trainingRun.tourLength")
+    lead.keyboard.press("t")
+    for _ in range(2 * n):
+        lead.keyboard.press("PageDown")
+        if lead.evaluate("window.trainingRun.tourEnded"):
+            break
+    assert lead.evaluate("window.trainingRun.tourEnded")
+    wait(
+        follow,
+        "window.trainingRun.tourEnded && window.trainingRun.tourActive"
+        " && document.getElementById('tour-title').textContent === 'End of the tour'",
+        timeout=10_000,
+    )
+    lead.keyboard.press("PageDown")  # start again
+    wait(
+        follow,
+        "!window.trainingRun.tourEnded && window.trainingRun.tourStop === 0"
+        " && window.trainingRun.tourActive",
+        timeout=10_000,
+    )
 
 
 CHIP = """() => {
@@ -296,27 +300,22 @@ CHIP = """() => {
 }"""
 
 
-def test_a_followers_chip_is_small_and_in_the_corner(browser, tmp_path, web) -> None:
+def test_a_followers_chip_is_small_and_in_the_corner(browser, lesson_server, web) -> None:
     """Following shows as a small chip in the top right corner, over no numbered label and no
     number of the run, in English and German, on a projector's 1024 px and at 1920."""
-    srv = web.ServerProcess(tmp_path / "run", *web.SMALL, "--speed", "lesson")
-    srv.start(fresh=True)
-    try:
-        lead = web.open_page(browser, srv.url, "?present", viewport=VIEW).page
-        wait(lead, READY)
-        for size, lang in (((1024, 768), "de"), ((1024, 768), "en"), ((1920, 1080), "en")):
-            view = {"width": size[0], "height": size[1]}
-            page = web.open_page(browser, srv.url, f"?lang={lang}", viewport=view).page
-            wait(page, READY + " && window.trainingRun.following && window.trainingRun.stageReady")
-            page.wait_for_function("window.trainingRun.labelCount === 7")
-            got = page.evaluate(CHIP)
-            left, top, right, bottom = got["chip"]
-            assert got["shown"], got
-            assert top <= 16 and got["w"] - right <= 16, (size, lang, got["chip"])
-            assert (right - left) * (bottom - top) <= 260 * 60, (size, lang, got["chip"])
-            for name, (l2, t2, r2, b2) in got["others"]:
-                apart = right <= l2 or left >= r2 or bottom <= t2 or top >= b2
-                assert apart, (size, lang, name, got["chip"], (l2, t2, r2, b2))
-            page.context.close()
-    finally:
-        srv.stop()
+    lead = web.open_page(browser, lesson_server.url, "?present", viewport=VIEW).page
+    wait(lead, READY)
+    for size, lang in (((1024, 768), "de"), ((1024, 768), "en"), ((1920, 1080), "en")):
+        view = {"width": size[0], "height": size[1]}
+        page = web.open_page(browser, lesson_server.url, f"?lang={lang}", viewport=view).page
+        wait(page, READY + " && window.trainingRun.following && window.trainingRun.stageReady")
+        page.wait_for_function("window.trainingRun.labelCount === 7")
+        got = page.evaluate(CHIP)
+        left, top, right, bottom = got["chip"]
+        assert got["shown"], got
+        assert top <= 16 and got["w"] - right <= 16, (size, lang, got["chip"])
+        assert (right - left) * (bottom - top) <= 260 * 60, (size, lang, got["chip"])
+        for name, (l2, t2, r2, b2) in got["others"]:
+            apart = right <= l2 or left >= r2 or bottom <= t2 or top >= b2
+            assert apart, (size, lang, name, got["chip"], (l2, t2, r2, b2))
+        page.context.close()
