@@ -25,6 +25,19 @@ function el(tag, attrs = {}, text = '') {
   return e;
 }
 
+// Tags are placed every frame; their words and visibility are written only when they change
+// (a write is a change to the page: the translator and assistive technology would redo it).
+function write(node, text) {
+  if (node.dataset.text === text) return;
+  node.dataset.text = text;
+  node.textContent = text;
+}
+
+function show(node, visible) {
+  if (node.hidden === !visible) return;
+  node.hidden = !visible;
+}
+
 export function mountScaleField({ store, getStage }) {
   const panel = el('section', { class: 'field-panel', id: 'field-panel', 'aria-label': 'Scale of the cluster' });
   const head = el('div', { class: 'field-head' });
@@ -138,9 +151,9 @@ export function mountScaleField({ store, getStage }) {
     const info = stage.fieldInfo();
     if (!info?.on) return;
     const b = info.beacon;
-    tag.hidden = !b.visible;
+    show(tag, b.visible);
     if (b.visible) {
-      tag.textContent = `live: ${fmt(info.plan.live)} GPUs training`;
+      write(tag, `live: ${fmt(info.plan.live)} GPUs training`);
       tag.style.transform = `translate(${b.x}px, ${b.y}px) translate(-50%, -120%)`;
     }
     // Each tier of the network named where it floats (hidden when off screen).
@@ -149,8 +162,8 @@ export function mountScaleField({ store, getStage }) {
     }
     info.tiers.forEach((t, i) => {
       const span = tierTags.children[i];
-      span.hidden = !t.visible;
-      span.textContent = `${t.tier} switches × ${fmt(t.count)}`;
+      show(span, t.visible);
+      write(span, `${t.tier} switches × ${fmt(t.count)}`);
       span.style.transform = `translate(${t.x}px, ${t.y}px) translate(4px, -150%)`;
     });
     const mirror = document.getElementById('field-mirror');
@@ -160,7 +173,7 @@ export function mountScaleField({ store, getStage }) {
       mirror.replaceChildren(el('span', { class: `field-swatch k-${info.mirror ?? 'idle'}` }), document.createTextNode(`All of them now: ${word}`));
     }
     const p = info.path;
-    trail.hidden = !p.playing;
+    show(trail, p.playing);
     if (p.playing) {
       if (trail.childElementCount !== info.stops.length) trail.replaceChildren(...info.stops.map((s) => el('li', { 'data-stop': s }, s)));
       // By its name, not its words: another language shows the stop in its own.
