@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
+import httpx
 import pytest
-from servers import ServerProcess
+from quiet import INIT_JS, quiet
+from servers import ServerProcess, get_json
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
-VIEWPORT = {"width": 1920, "height": 1080}
+# Pages open small unless a test is about layout, legibility or screenshots: SwiftShader draws
+# every pixel on the CPU, and a 960x540 frame costs a quarter of a 1920x1080 one.
+VIEWPORT = {"width": 960, "height": 540}
+FULL_HD = {"width": 1920, "height": 1080}
 # WebGL on the CPU: headless Chromium has no GPU here, SwiftShader draws instead.
 CHROMIUM_ARGS = ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--mute-audio"]
 
@@ -56,16 +62,44 @@ def browser() -> Iterator[object]:
             b.close()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """One real server per test module (starting one costs a few seconds of CPU), training at
-    SMALL's pace."""
+def control(srv: ServerProcess, **body: object) -> dict:
+    """A run control through REST (pause, resume, step, ...); fails the test on a refusal."""
+    r = httpx.post(f"{srv.url}/api/run/control", json={"type": "control", **body}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def wait_steps(srv: ServerProcess, steps: int, timeout: float = 60.0) -> int:
+    """Poll /api/run until the run has made `steps` steps; returns the step reached."""
+    deadline = time.monotonic() + timeout
+    while (step := get_json(f"{srv.url}/api/run")["step"]) < steps:
+        assert time.monotonic() < deadline, f"run stuck at step {step} of {steps}"
+        time.sleep(0.1)  # a poll interval of the loop above, not a wait for state
+    return step
+
+
+def _serve(tmp_path_factory: pytest.TempPathFactory, *, paused: bool) -> Iterator[ServerProcess]:
     srv = ServerProcess(tmp_path_factory.mktemp("run") / "run", *SMALL)
     srv.start(fresh=True)
     try:
+        if paused:
+            wait_steps(srv, 6)
+            control(srv, action="pause")
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture(scope="module")
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """One real server per test module (starting one costs a few seconds of CPU). It trains
+    past its first checkpoint and is then paused: a page gets its hello, its scene and the
+    last step, nothing moves behind the test, and the page stops drawing. A module about
+    steps arriving live says `TRAINS = True` and gets a server that goes on training at
+    SMALL's pace."""
+    yield from _serve(tmp_path_factory, paused=not getattr(request.module, "TRAINS", False))
 
 
 class PageWatch:
@@ -87,8 +121,16 @@ class PageWatch:
         return [u for u in self.requests if not u.startswith(ok)]
 
 
-def open_page(browser: object, base_url: str, query: str = "", **context: object) -> PageWatch:
+def open_page(
+    browser: object, base_url: str, query: str = "", *, clock: bool = False, **context: object
+) -> PageWatch:
+    """A new context and page on the app, once its socket is open. With `clock`, the page's
+    timers run on Playwright's clock (installed before the page loads): a test moves time on
+    with `page.clock.fast_forward(ms)` instead of waiting it out."""
     ctx = browser.new_context(**{"viewport": VIEWPORT, **context})
+    if clock:
+        ctx.clock.install()
+    ctx.add_init_script(INIT_JS)  # for quiet(): fetches in flight, the last change
     page = ctx.new_page()
     watch = PageWatch(page, base_url)
     page.goto(f"{base_url}/{query}")
@@ -97,12 +139,17 @@ def open_page(browser: object, base_url: str, query: str = "", **context: object
 
 
 @pytest.fixture
-def page_at(browser: object, server: ServerProcess) -> Iterator[object]:
-    """Open the app on this module's server; pages and their contexts are closed after."""
+def page_at(
+    request: pytest.FixtureRequest, browser: object, server: ServerProcess
+) -> Iterator[object]:
+    """Open the app on this module's server; pages and their contexts are closed after. The
+    page is small (VIEWPORT) unless the test asks for a size, or its module is about layout
+    and says so with a `VIEWPORT` of its own."""
     opened: list[PageWatch] = []
+    size = getattr(request.module, "VIEWPORT", VIEWPORT)
 
     def _open(query: str = "", **context: object) -> PageWatch:
-        w = open_page(browser, server.url, query, **context)
+        w = open_page(browser, server.url, query, **{"viewport": size, **context})
         opened.append(w)
         return w
 
@@ -126,6 +173,21 @@ def landed(page: object, timeout: float = 20_000) -> None:
     page.wait_for_function("!window.trainingRun.cameraFlying", timeout=timeout)
 
 
+def drawn(page: object, since: int, timeout: float = 20_000) -> None:
+    """Wait until the stage has drawn a frame after frame `since` (read before the change it
+    must show: a resize, a new size of wall). A page that has nothing moving stops drawing,
+    so the count is taken before the change, not after."""
+    page.wait_for_function(f"window.trainingRun.frames > {since}", timeout=timeout)
+
+
+def settled(page: object, timeout: float = 30_000) -> None:
+    """Wait until what the last action started has arrived and the camera has landed: the
+    page is quiet (no fetch in flight, no change to its text for a moment) and no flight is
+    under way. On a paused run; a live one changes its numbers at every step."""
+    quiet(page, timeout)
+    landed(page, timeout)
+
+
 def tr(page: object, name: str) -> object:
     return page.evaluate(f"window.trainingRun.{name}")
 
@@ -144,8 +206,14 @@ def web() -> SimpleNamespace:
         tr=tr,
         wait_stage=wait_stage,
         landed=landed,
+        quiet=quiet,
+        drawn=drawn,
+        settled=settled,
         screenshot=screenshot,
         open_page=open_page,
         ServerProcess=ServerProcess,
         SMALL=SMALL,
+        FULL_HD=FULL_HD,
+        control=control,
+        wait_steps=wait_steps,
     )

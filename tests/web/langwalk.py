@@ -23,16 +23,39 @@ import sys
 import tempfile
 from pathlib import Path
 
+from quiet import INIT_JS, quiet
+
 PARTS = ("page", "tour", "labs", "panels", "story", "present", "sheet")
 LAB_KEYS = ("r", "m", "c", "w", "h", "q")
-SETTLE_MS = 350
-
 MISSES_JS = "window.trainingRunI18n ? [...window.trainingRunI18n.misses.entries()] : null"
-# The servers: one whose page may change the run (a small cluster, a pace to watch), one
-# public, watched as a viewer without rights, for the story.
+# The servers: one whose page may change the run (a small cluster), one public, watched as a
+# viewer without rights, for the story. Both train a few steps and are then paused (`settle`),
+# so the page is quiet between the walk's actions and draws nothing it does not need to.
 RIGHTS = ("--gpus", "8", "--servers", "2", "--checkpoint-every", "5", "--speed", "4")
-VIEWER = ("--gpus", "1", "--servers", "1", "--public", "--token", "langwalk-7", "--speed", "max",
+VIEWER_TOKEN = "langwalk-7"
+VIEWER = ("--gpus", "1", "--servers", "1", "--public", "--token", VIEWER_TOKEN, "--speed", "max",
           "--rest-after", "0")  # fmt: skip
+
+
+def settle(srv, token: str | None = None, steps: int = 6) -> None:
+    """Let the run reach `steps` (past its first checkpoint), then pause it."""
+    import time
+    import urllib.request
+
+    from servers import get_json
+
+    deadline = time.monotonic() + 120
+    while get_json(f"{srv.url}/api/run")["step"] < steps:
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.1)  # a poll interval of the loop above
+    body = {"type": "control", "action": "pause", **({"token": token} if token else {})}
+    req = urllib.request.Request(
+        f"{srv.url}/api/run/control",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status == 200
 
 
 def misses_in(page, places: tuple[str, ...]) -> list[list[str]]:
@@ -50,69 +73,86 @@ def _collect(page, into: dict[str, str]) -> None:
         into.setdefault(text, where)
 
 
-def _press(page, key: str, wait: int = SETTLE_MS) -> None:
+def _press(page, key: str) -> None:
     page.keyboard.press(key)
-    page.wait_for_timeout(wait)
+    quiet(page)
+
+
+def _click(page, selector: str, nth: int = 0) -> None:
+    page.evaluate(f"document.querySelectorAll('{selector}')[{nth}].click()")
+    quiet(page)
 
 
 def walk_main(page, into: dict[str, str], parts: tuple[str, ...]) -> None:
     """On a page with the run's controls: panels, tour, labs, presenting."""
     page.wait_for_function("window.trainingRun.step > 0", timeout=120_000)
     page.wait_for_function("window.trainingRun.stageReady", timeout=120_000)
+    quiet(page)
     _collect(page, into)
     if "panels" in parts:
         for key in ("?", "Escape"):
             _press(page, key)
         for btn in ("#btn-howbig", "#btn-newrun"):
             if page.locator(btn).count():
-                page.evaluate(f"document.querySelector('{btn}').click()")
-                page.wait_for_timeout(SETTLE_MS)
+                _click(page, btn)
                 _collect(page, into)
                 _press(page, "Escape")
         # Cards: every part's, opened from its label.
         for i in range(page.locator("#labels .label").count()):
-            page.evaluate(f"document.querySelectorAll('#labels .label')[{i}].click()")
-            page.wait_for_timeout(200)
+            _click(page, "#labels .label", i)
             _collect(page, into)
         _press(page, "Escape")
-        for key in ("p", "n", "o", "p", "g", "g", "Escape"):
-            _press(page, key, 600)
+        # The run starts paused: a single step, a slow step, resume and pause again (the
+        # events each leave a line), then the scale field's sizes.
+        for key in ("n", "o"):
+            _press(page, key)
+        page.keyboard.press("p")
+        page.wait_for_function("window.trainingRun.runState === 'running'")
+        _collect(page, into)
+        page.keyboard.press("p")
+        page.wait_for_function("window.trainingRun.runState === 'paused'")
+        for key in ("g", "g", "Escape"):
+            _press(page, key)
         _collect(page, into)
     if "tour" in parts:
         _press(page, "t")
         n = page.evaluate("window.trainingRun.tourLength")
         for _ in range(n * 2 + 2):  # a stop that asks first takes two presses
-            _press(page, "i", 150)
-            _press(page, "PageDown", 250)
+            _press(page, "i")
+            _press(page, "PageDown")
             _collect(page, into)
         _press(page, "Escape")
     if "labs" in parts:
         for key in LAB_KEYS:
-            _press(page, key, 900)
+            _press(page, key)
             _collect(page, into)
             _press(page, "Escape")
     if "present" in parts:
         click = "document.querySelector('.present-btn').click()"
         page.evaluate(click)
         page.wait_for_function("window.trainingRun.presenting", timeout=20_000)
-        page.wait_for_timeout(SETTLE_MS)
+        quiet(page)
         _collect(page, into)
         page.evaluate(click)
-        page.wait_for_timeout(SETTLE_MS)
+        quiet(page)
     if "page" in parts:
-        _press(page, "k", 1500)  # a GPU fails and the run rolls back
+        failures = page.evaluate("window.trainingRun.failures")
+        page.keyboard.press("k")  # a GPU fails and the run rolls back
+        page.wait_for_function(f"window.trainingRun.failures > {failures}", timeout=60_000)
+        quiet(page)
         _collect(page, into)
 
 
 def walk_story(page, into: dict[str, str]) -> None:
     page.wait_for_function("window.trainingRun.story.chapter === 1", timeout=60_000)
     n = page.evaluate("window.trainingRun.story.chapters")
-    for _ in range(n):
-        page.wait_for_timeout(700)
+    for i in range(1, n + 1):
+        page.wait_for_function(f"window.trainingRun.story.chapter === {i}")
+        quiet(page)
         _collect(page, into)
-        _press(page, " ", 300)  # "do it": a viewer is told it is the presenter's
+        _press(page, " ")  # "do it": a viewer is told it is the presenter's
         _collect(page, into)
-        _press(page, "PageDown", 100)
+        page.keyboard.press("PageDown")
 
 
 def walk(
@@ -142,6 +182,7 @@ def walk(
 
 def _open(ctx, url: str):
     page = ctx.new_page()
+    page.add_init_script(INIT_JS)
     page.goto(url)
     page.wait_for_function("window.trainingRun && window.trainingRunI18n", timeout=60_000)
     return page
@@ -153,11 +194,12 @@ def _open(ctx, url: str):
 def servers(tmp: Path):
     """The two servers the walk needs, as the browser tests start them (tests/web/conftest.py,
     this file's folder when it runs as a script)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for servers.py
     from servers import ServerProcess
 
     rights = ServerProcess(tmp / "rights", *RIGHTS).start(fresh=True, timeout=120)
     viewer = ServerProcess(tmp / "viewer", *VIEWER).start(fresh=True, timeout=120)
+    settle(rights)
+    settle(viewer, VIEWER_TOKEN)
     return rights, viewer
 
 
@@ -168,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
     parts = tuple(p for p in args.only.split(",") if p in PARTS)
+    sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/, for servers.py
     from conftest import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
 

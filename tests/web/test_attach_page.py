@@ -41,7 +41,7 @@ def start_job(url: str, log: Path) -> subprocess.Popen[bytes]:
 
 
 def test_the_page_waits_then_shows_the_attached_job_measured(
-    browser: object, watch_server: str, tmp_path: Path
+    browser: object, watch_server: str, tmp_path: Path, web
 ) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1920, "height": 1080})
@@ -69,10 +69,11 @@ def test_the_page_waits_then_shows_the_attached_job_measured(
         # The job's own shape: 4 ranks on one machine, drawn as the scene's cluster.
         assert page.evaluate("[window.trainingRun.gpus, window.trainingRun.servers]") == [4, 1]
         page.wait_for_function("window.trainingRun.stageReady", timeout=30_000)
-        page.wait_for_timeout(1500)
+        web.landed(page)
         page.screenshot(path=str(SCREENSHOTS / "attach_running_1920.png"))
+        frames = page.evaluate("window.trainingRun.frames")
         page.set_viewport_size({"width": 1024, "height": 768})
-        page.wait_for_timeout(1500)
+        web.drawn(page, frames)
         page.screenshot(path=str(SCREENSHOTS / "attach_running_1024.png"))
     finally:
         os.killpg(job.pid, signal.SIGTERM)

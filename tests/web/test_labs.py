@@ -10,6 +10,9 @@ import zlib
 
 import httpx
 
+# About layout: the pages open at full HD, not the small size the other browser tests use.
+VIEWPORT = {"width": 1920, "height": 1080}
+
 LABS = [
     ("r", "ring"),
     ("m", "memory"),
@@ -42,7 +45,7 @@ def test_every_panel_opens_from_key_and_toolbar_and_esc_closes(page_at, web) -> 
         assert labs(page, "open") == name
         # Only one panel at a time.
         assert page.locator(".lab-panel:not([hidden])").count() == 1
-        page.wait_for_timeout(900)  # let the content arrive and the camera settle
+        web.settled(page)  # the content has arrived and the camera has landed
         web.screenshot(page, f"lab_{name}")
     page.keyboard.press("Escape")
     assert labs(page, "open") is None
@@ -114,14 +117,14 @@ def test_memory_calculator_drives_the_memory_walls(page_at, web) -> None:
     assert re.search(r"GPUs just to fit training\s*16\b", text)
     case = labs(page, "memoryCase")
     assert case["fits"] is False and abs(case["fraction"] - 1120 / 72) < 1e-6
-    page.wait_for_timeout(1200)
+    web.settled(page)
     web.screenshot(page, "lab_memory_70b")
 
     page.locator("#lab-memory .chip[data-group=params][data-value='1B']").click()
     page.wait_for_function("window.trainingRunLabs.memoryCase.fits === true")
     assert "16 GB" in outs.inner_text()
     assert abs(labs(page, "memoryCase")["fraction"] - 16 / 72) < 1e-6
-    page.wait_for_timeout(800)
+    web.settled(page)
     web.screenshot(page, "lab_memory_1b")
 
     page.locator("#lab-memory .chip[data-group=params][data-value='70B']").click()
@@ -170,7 +173,7 @@ def test_swap_it_cards_set_the_placement(page_at, web) -> None:
             == card.locator(".swap-title").inner_text()
         )
         if placement == "expert":
-            page.wait_for_timeout(1000)
+            web.settled(page)
             web.screenshot(page, "lab_swap_expert")
     page.locator("#lab-swap .swap-card[data-placement=expert]").click()
     page.keyboard.press("Escape")
@@ -214,7 +217,7 @@ def test_panels_in_projector_mode(page_at, web) -> None:
     assert float(size.removesuffix("px")) >= 20
     for _ in range(3):
         page.keyboard.press(".")
-    page.wait_for_timeout(600)
+    web.settled(page)
     web.screenshot(page, "lab_ring_projector")
     assert w.errors == []
 

@@ -57,12 +57,12 @@ def test_the_labs_speak_the_language(page_at, web, lang) -> None:
         "window.trainingRunLabs.memory.result?.params === 405e9"
         " && window.trainingRunLabs.memory.result?.precision === 'fp8'"
     )
-    page.wait_for_timeout(300)
+    web.quiet(page)
     assert page.text_content("#lab-memory .mem-verdict-word") == words["nofit"]
     gpus = page.locator("#lab-memory .chip[data-group=gpu]").all_inner_texts()
     assert "H100 80 GB" in gpus and "V100 32 GB" in gpus  # product names, as they are
     click(page, "#lab-memory .mem-spread")
-    page.wait_for_timeout(300)
+    web.quiet(page)
     assert page.text_content("#lab-memory .mem-spread-note").startswith(words["spread"])
     idea = page.evaluate(
         "getComputedStyle(document.querySelector('#lab-memory .lab-idea'), '::before').content"
@@ -77,7 +77,7 @@ def test_the_labs_speak_the_language(page_at, web, lang) -> None:
     for _ in range(passes):
         page.keyboard.press(".")
     page.wait_for_function(f"window.trainingRunLabs.ring.pass === {passes}")
-    page.wait_for_timeout(300)
+    web.quiet(page)
     assert page.text_content("#lab-ring .ring-phase").startswith(words["done"])
     assert page.inner_text("#lab-ring .lab-kicker") == words["kicker"]
     page.keyboard.press("Escape")
@@ -85,7 +85,7 @@ def test_the_labs_speak_the_language(page_at, web, lang) -> None:
     # Cost: the sources read in the language; a year stays a year.
     page.keyboard.press("c")
     page.wait_for_function("window.trainingRunLabs.cost !== null")
-    page.wait_for_timeout(500)
+    web.quiet(page)
     sources = page.text_content("#lab-cost .lab-source")
     assert sources.startswith(words["sources"])
     assert "Kaplan et al. 2020" in sources and "(Meta, 2024)" in sources

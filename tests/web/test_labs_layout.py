@@ -7,6 +7,7 @@ Real server, real page; the part's place on screen is found by picking the canva
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 SMALL_SCREEN = {"width": 1024, "height": 768}
 LAPTOP = {"width": 1280, "height": 720}
@@ -53,11 +54,9 @@ def open_lab(page, web, key: str, name: str) -> None:
 
 def settle_framing(page) -> None:
     """Wait until the open lab has framed its part and the camera has stopped moving."""
-    for _ in range(50):
-        if page.evaluate("window.trainingRunLabs.safeArea !== null"):
-            break
-        page.wait_for_timeout(400)
-    else:
+    try:
+        page.wait_for_function("window.trainingRunLabs.safeArea !== null", timeout=20_000)
+    except PlaywrightTimeout:
         pytest.fail(
             "the lab never framed its part: it needs the stage, which main.js hands over as"
             " mountLabs({ store, ui: { actions, getStage } })"
@@ -176,7 +175,7 @@ def test_ring_lab_table_and_chart_read_at_every_size(page_at, web, viewport, pro
     page.wait_for_function("window.trainingRunLabs !== undefined")
     page.keyboard.press("r")
     page.wait_for_function("window.trainingRunLabs.ring && window.trainingRunLabs.ring.loaded")
-    page.wait_for_timeout(300)
+    web.settled(page)
     # Six GPUs: every column of the table shows at once.
     heads = page.evaluate(HEADERS)
     assert [h["text"] for h in heads] == list("ABCDEF")
@@ -197,7 +196,7 @@ def test_ring_lab_table_and_chart_read_at_every_size(page_at, web, viewport, pro
     for _ in range(10):
         more.click()
     page.wait_for_function("window.trainingRunLabs.ring.gpus === 16")
-    page.wait_for_timeout(200)
+    web.quiet(page)
     for i in range(16):
         got = page.evaluate(REACH, i)
         assert got["visible"], f"column {i} cannot be brought into view"
@@ -252,7 +251,7 @@ def test_every_panel_fits_a_small_projector(page_at, web, projector) -> None:
         page.keyboard.press(key)
         sel = f"#lab-{name}"
         page.wait_for_selector(f"{sel}:not([hidden])")
-        page.wait_for_timeout(900)  # content and drawings arrive
+        web.settled(page)  # content and drawings arrive, the camera lands
         web.screenshot(page, f"panel_{name}_1024x768{'_projector' if projector else ''}")
         box = rect(page, sel)
         assert inside(box, 1024, 768), f"{name}: the panel {box} leaves the window"

@@ -15,6 +15,7 @@ import re
 
 import langwalk
 import pytest
+from quiet import INIT_JS, quiet
 
 pytestmark = pytest.mark.browser
 
@@ -48,6 +49,8 @@ def two_servers(tmp_path_factory, web):
     tmp = tmp_path_factory.mktemp("langs")
     rights = web.ServerProcess(tmp / "rights", *langwalk.RIGHTS).start(fresh=True, timeout=120)
     viewer = web.ServerProcess(tmp / "viewer", *langwalk.VIEWER).start(fresh=True, timeout=120)
+    langwalk.settle(rights)
+    langwalk.settle(viewer, langwalk.VIEWER_TOKEN)
     try:
         yield rights, viewer
     finally:
@@ -132,18 +135,24 @@ def test_no_line_is_left_in_english(browser, two_servers, lang) -> None:
     # An independent look at what a student sees: the main page, the tour at a stop, the
     # story at a chapter; nothing visible that reads as English.
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    ctx.add_init_script(INIT_JS)
     for query in (f"?lang={lang}&tour=3", f"?lang={lang}&lab=memory", f"?lang={lang}"):
         page = ctx.new_page()
         page.goto(f"{rights.url}/{query}")
-        page.wait_for_function("window.trainingRun && window.trainingRun.step > 0", timeout=60_000)
-        page.wait_for_timeout(800)
+        page.wait_for_function(
+            "window.trainingRun && window.trainingRun.step > 0 && window.trainingRun.stageReady",
+            timeout=60_000,
+        )
+        if "lab=" in query:
+            page.wait_for_function("window.trainingRunLabs && window.trainingRunLabs.open")
+        quiet(page)
         english = [t for t in page.evaluate(VISIBLE_TEXT_JS) if ENGLISH.search(t)]
         assert not english, (query, english[:20])
         page.close()
     page = ctx.new_page()
     page.goto(f"{viewer.url}/?lang={lang}&story=one-gpu&chapter=8")
     page.wait_for_function("window.trainingRun && window.trainingRun.story.chapter === 8")
-    page.wait_for_timeout(1500)
+    quiet(page)
     english = [t for t in page.evaluate(VISIBLE_TEXT_JS) if ENGLISH.search(t)]
     assert not english, ("story", english[:20])
     ctx.close()

@@ -4,6 +4,9 @@ browser cannot draw WebGL."""
 
 from __future__ import annotations
 
+# Steps arriving live are what these tests watch: the module's server keeps training.
+TRAINS = True
+
 
 def test_page_opens_clean_and_runs_live(page_at, web) -> None:
     w = page_at()

@@ -64,7 +64,7 @@ def test_the_chrome_speaks_the_language_and_fits(page_at, web, lang, w, h) -> No
     web.wait_stage(page)
     page.wait_for_function("document.querySelectorAll('#toolbar .labs button').length >= 3")
     page.wait_for_function("window.trainingRun.step > 1")
-    page.wait_for_timeout(600)
+    web.quiet(page)
 
     assert page.text_content("#btn-lesson") == words["lesson"]
     assert page.text_content("#time-which").startswith(words["live"])

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+# Steps arriving live are what these tests watch: the module's server keeps training.
+TRAINS = True
+
 SMALL_SCREEN = {"width": 1024, "height": 768}
+FULL_HD = {"width": 1920, "height": 1080}
 TOKEN = "presenter-t0ken-88"
 # What each live card's plan puts in a step's trace (besides data, compute and waiting).
 CARD_TRAFFIC = {
@@ -73,7 +77,7 @@ def test_each_live_card_replans_the_run_and_its_steps_arrive(page_at, web) -> No
         page.wait_for_function(f"{measured}.startsWith('This step:')", timeout=15_000)
         if placement == "tensor_pipeline":
             assert "2 copies × 2-way tensor split × 2 pipeline stages" in detail
-            page.wait_for_timeout(1500)
+            web.landed(page)
             web.screenshot(page, "plans_swap_tensor_pipeline")
     # Fine-tuning is shown, not run: the run and its plan stay as they are.
     run_id = tr(page, "runId")
@@ -82,6 +86,7 @@ def test_each_live_card_replans_the_run_and_its_steps_arrive(page_at, web) -> No
     detail = page.locator("#lab-swap .swap-detail").inner_text()
     assert "Shown, not run" in detail
     assert "The live run: 8 copies of the whole model (data parallel)." in detail
+    # Nothing to wait for: the check is that no reset comes. Two seconds is several steps.
     page.wait_for_timeout(2000)
     assert tr(page, "runId") == run_id
     # Closing the panel leaves the scene showing the live run's plan.
@@ -116,14 +121,14 @@ def test_a_plan_the_cluster_cannot_take_is_refused_on_the_card(browser, tmp_path
         srv.stop()
 
 
-@pytest.mark.parametrize("viewport", [None, SMALL_SCREEN], ids=["1920", "1024"])
+@pytest.mark.parametrize("viewport", [FULL_HD, SMALL_SCREEN], ids=["1920", "1024"])
 def test_without_control_a_card_explains_and_shows_the_runs_plan(
     browser, tmp_path, web, viewport
 ) -> None:
     srv = web.ServerProcess(tmp_path / "run", *web.SMALL, "--public", "--token", TOKEN)
     srv.start(fresh=True)
     try:
-        w = web.open_page(browser, srv.url, **({"viewport": viewport} if viewport else {}))
+        w = web.open_page(browser, srv.url, viewport=viewport)
         page = w.page
         page.wait_for_function("window.trainingRun.plan !== null", timeout=30_000)
         web.wait_stage(page)
@@ -137,9 +142,10 @@ def test_without_control_a_card_explains_and_shows_the_runs_plan(
         assert "The live run: 8 copies of the whole model (data parallel)." in detail
         # The scene shows where the model would live; the run itself is untouched.
         assert page.evaluate("window.trainingRun.placement") == "tensor_pipeline"
+        # Nothing to wait for: the check is that no reset comes. 2.5 s is several steps.
         page.wait_for_timeout(2500)
         assert tr(page, "runId") == run_id and tr(page, "plan")["tp"] == 1
-        name = "1024" if viewport else "1920"
+        name = str(viewport["width"])
         web.screenshot(page, f"plans_swap_view_only_{name}")
         page.keyboard.press("Escape")
         assert page.evaluate("window.trainingRun.placement") == "data"
@@ -171,7 +177,7 @@ READ_HUD = """(() => {
 
 @pytest.mark.parametrize(
     ("viewport", "query"),
-    [(None, ""), (SMALL_SCREEN, ""), (None, "?projector")],
+    [(FULL_HD, ""), (SMALL_SCREEN, ""), (FULL_HD, "?projector")],
     ids=["1920", "1024", "1920-projector"],
 )
 def test_the_hud_plan_card_shows_the_plan_its_bubble_and_traffic(
@@ -184,7 +190,7 @@ def test_the_hud_plan_card_shows_the_plan_its_bubble_and_traffic(
     )  # fmt: skip
     srv.start(fresh=True)
     try:
-        w = web.open_page(browser, srv.url, query, **({"viewport": viewport} if viewport else {}))
+        w = web.open_page(browser, srv.url, query, viewport=viewport)
         page = w.page
         web.wait_stage(page)
         page.wait_for_function("window.trainingRun.planStats !== null", timeout=30_000)
@@ -209,8 +215,8 @@ def test_the_hud_plan_card_shows_the_plan_its_bubble_and_traffic(
         # The bar is the lanes' sum: pipeline sends run beside compute and are not added.
         assert hud["total"] == pytest.approx(hud["sim"], rel=1e-9)
         assert page.locator(".timebar-beside .seg-pipeline").count() == 1
-        name = ("1024" if viewport else "1920") + ("_projector" if query else "")
-        page.wait_for_timeout(1000)
+        name = str(viewport["width"]) + ("_projector" if query else "")
+        web.landed(page)
         web.screenshot(page, f"plans_hud_{name}")
         # The panel with the card stays clear of the loss chart below it.
         panel = page.locator(".time-panel").bounding_box()

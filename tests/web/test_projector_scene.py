@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+# Steps arriving live are what these tests watch: the module's server keeps training.
+TRAINS = True
+
 LABEL_BOXES = """() => [...document.querySelectorAll('#labels .label')]
   .filter((n) => !n.classList.contains('off') && n.offsetParent !== null)
   .map((n) => {
@@ -26,7 +29,7 @@ def _overlap(a: dict, b: dict) -> bool:
 
 def _settled(page) -> None:
     # Labels follow the frames: let the camera land and a few frames go by.
-    page.wait_for_timeout(1500)
+    page.wait_for_function("!window.trainingRun.cameraFlying", timeout=20_000)
     frames = page.evaluate("window.trainingRun.frames")
     page.wait_for_function(f"window.trainingRun.frames > {frames + 2}", timeout=20_000)
 

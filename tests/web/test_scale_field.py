@@ -86,7 +86,7 @@ def test_field_draws_finds_the_live_gpus_and_zooms(browser, server, web, gpus, t
         page.keyboard.press("z")
         page.keyboard.press("z")
         page.wait_for_function(f"!{FIELD}.path.playing && {FIELD}.path.stop === 'GPU'")
-        page.wait_for_timeout(300)
+        web.landed(page)
         assert _distance(page) < 20
         cells = [c for c in page.evaluate(f"{FIELD}.live") if c["visible"]]
         assert cells, "no live GPU on screen close up"
@@ -128,7 +128,7 @@ def test_reduced_motion_cuts_from_stop_to_stop(browser, server, web):
             if not p["playing"]:
                 break
             seen.add(round(p["t"] * legs, 6))
-            page.wait_for_timeout(250)
+            page.wait_for_timeout(250)  # samples the path's position as it plays
         assert seen and all(float(t).is_integer() for t in seen), seen
         page.keyboard.press("z")
         assert not w.errors, w.errors

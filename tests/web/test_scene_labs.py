@@ -5,6 +5,9 @@ model. Real server, real page, real clicks."""
 
 from __future__ import annotations
 
+# About layout: the pages open at full HD, not the small size the other browser tests use.
+VIEWPORT = {"width": 1920, "height": 1080}
+
 DEBUG = "window.trainingRun.stageDebug"
 WALLS = "window.trainingRun.wallsOnScreen"
 
@@ -75,12 +78,13 @@ def test_memory_overflow_is_drawn_to_scale_inside_the_window(page_at, web) -> No
     page.wait_for_function(f"{DEBUG}.overflowWalls > 0", timeout=30_000)
     pick_size(page, "70B")
     page.wait_for_function(f"({WALLS}?.text ?? '').includes('15.6×')", timeout=30_000)
-    page.wait_for_timeout(600)  # the camera settles in the lab's framing
+    web.landed(page)  # the camera has settled in the lab's framing
     w70 = page.evaluate(WALLS)
     web.screenshot(page, "scene_memory_70b")
+    frames = web.tr(page, "frames")
     pick_size(page, "405B")
     page.wait_for_function(f"({WALLS}?.text ?? '').includes('90×')", timeout=30_000)
-    page.wait_for_timeout(300)  # drawn at least once at the new size
+    web.drawn(page, frames)  # drawn at the new size
     w405 = page.evaluate(WALLS)
     web.screenshot(page, "scene_memory_405b")
     # Bigger models visibly need more: taller towers on screen, not capped at one height.

@@ -127,7 +127,7 @@ def _expected_tag(role: dict, plan: dict) -> str:
 def _gpu_view(page, web, name: str) -> None:
     """The GPU servers' view, once the flight there is over, then a screenshot."""
     page.keyboard.press("2")
-    page.wait_for_timeout(1500)
+    web.landed(page)
     web.screenshot(page, name)
 
 
@@ -380,7 +380,7 @@ def test_screenshots_of_each_plan(which, viewport, query, name, request, open_at
     # Up close, during the moment that tells the plan apart, the GPUs wearing their roles
     # (the camera's one-second flight takes four on this clock).
     page.keyboard.press("2")
-    page.wait_for_timeout(4500)
+    web.landed(page, timeout=30_000)
     moment = f"{DEBUG}.handoffs > 0" if which == "pipeline" else f"{DEBUG}.tokens > 0"
     _capture(page, web, f"{moment} && {DEBUG}.roleTagsShown", f"{name}_gpus")
     assert not w.errors, w.errors

@@ -8,6 +8,9 @@ import time
 
 import httpx
 
+# Steps arriving live are what these tests watch: the module's server keeps training.
+TRAINS = True
+
 DEBUG = "window.trainingRun.stageDebug"
 
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import httpx
 
+# Steps arriving live are what these tests watch: the module's server keeps training.
+TRAINS = True
+
 DEBUG = "window.trainingRun.stageDebug"
 
 

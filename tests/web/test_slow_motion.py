@@ -5,6 +5,9 @@ anything moving."""
 
 from __future__ import annotations
 
+# Steps arriving live are what these tests watch: the module's server keeps training.
+TRAINS = True
+
 DEBUG = "window.trainingRun.stageDebug"
 ORDER = ["data", "forward", "backward", "allreduce", "optimizer", "checkpoint"]
 NAMES = {

@@ -10,6 +10,9 @@ import zlib
 
 import pytest
 
+# Steps arriving live are what these tests watch: the module's server keeps training.
+TRAINS = True
+
 # Every button of the toolbar, the labs' included (they arrive a moment after the page).
 BUTTONS = """() => [...document.querySelectorAll('#toolbar button')].map((b) => {
   const r = b.getBoundingClientRect();
@@ -179,7 +182,7 @@ def test_phone_shows_the_scene_the_numbers_and_a_menu(page_at, web) -> None:
         return e ? e.id || e.className : null; }"""
     )
     assert mid == "stage", mid
-    page.wait_for_timeout(1500)
+    web.landed(page)
     clip = {
         "x": canvas["x"],
         "y": max(0, canvas["y"]),
@@ -229,7 +232,7 @@ SMALL_PRINT = [
 
 def test_projector_small_print_reads_from_the_back(page_at, web) -> None:
     w, h = 1920, 1080
-    watch = page_at("?projector")
+    watch = page_at("?projector", viewport={"width": w, "height": h})
     page = watch.page
     web.wait_stage(page)
     wait_labs(page)
@@ -260,6 +263,6 @@ def test_projector_small_print_reads_from_the_back(page_at, web) -> None:
     key = page.evaluate(RECT, ".colour-key")
     for other in header:
         assert not overlap(key, other), f"the colour key covers {other}"
-    page.wait_for_timeout(800)
+    web.landed(page)
     web.screenshot(page, "projector_small_print")
     assert watch.errors == []

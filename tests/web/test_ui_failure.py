@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import re
 
+# Steps arriving live are what these tests watch: the module's server keeps training.
+TRAINS = True
+
 
 def test_k_fails_a_gpu_and_the_run_rolls_back(page_at, web) -> None:
     w = page_at()
@@ -17,7 +20,7 @@ def test_k_fails_a_gpu_and_the_run_rolls_back(page_at, web) -> None:
     # Pause first, so the rolled-back counter can be read before the run moves on again.
     page.keyboard.press("p")
     page.wait_for_function("window.trainingRun.runState === 'paused'", timeout=15_000)
-    page.wait_for_timeout(500)
+    web.quiet(page)  # a step already under way has landed
     before = web.tr(page, "step")
     if before % 5 == 0:
         # Paused right on a checkpoint: a failure now would lose no finished step, so take
@@ -137,7 +140,7 @@ def test_the_probe_never_passes_off_a_rolled_back_step_as_current(browser, web, 
             page.wait_for_function("window.trainingRun.step >= 10", timeout=60_000)
             page.keyboard.press("p")
             page.wait_for_function("window.trainingRun.runState === 'paused'", timeout=15_000)
-            page.wait_for_timeout(500)
+            web.quiet(page)  # a step already under way has landed
             # Step on until the last probe (every 5) is newer than the last checkpoint (every 7).
             for _ in range(8):
                 s = web.tr(page, "step")

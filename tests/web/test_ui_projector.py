@@ -4,6 +4,9 @@ it; prefers-reduced-motion is honoured."""
 
 from __future__ import annotations
 
+# About layout: the pages open at full HD, not the small size the other browser tests use.
+VIEWPORT = {"width": 1920, "height": 1080}
+
 
 def px(page, selector: str, prop: str = "font-size") -> float:
     value = page.evaluate(

@@ -51,7 +51,7 @@ def test_drag_to_step_10_then_back_to_live(browser, web, run60) -> None:
         # pixels of track; it goes on again below, while step 10 is on show.
         control(run60, "pause")
         web.wait_stage(page, timeout=120_000)
-        page.wait_for_timeout(500)
+        web.quiet(page)  # a step already under way has landed
         assert page.evaluate("window.trainingRun.rewind") is None
         assert page.get_attribute("#rewind", "data-state") == "live"
         drag_to(page, 10)

@@ -8,6 +8,9 @@ import json
 import re
 import urllib.request
 
+# Steps arriving live are what these tests watch: the module's server keeps training.
+TRAINS = True
+
 SNAP = """(key) => {
   document.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true }));
   const t = window.trainingRun;
