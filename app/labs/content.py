@@ -98,6 +98,30 @@ class Question(_Strict):
     teacher_note: str = Field(default="", max_length=300)
 
 
+class LoopStep(_Strict):
+    id: Literal["forward", "error", "backward", "update"]
+    name: str
+    # The teacher's copy shows it; the students' copy leaves a line to write it on.
+    answer: str = Field(max_length=120)
+
+
+class SheetText(_Strict):
+    """The printed sheet's own parts: the seven parts drawn and the step's loop to fill in."""
+
+    parts_title: str
+    parts_note: str
+    loop_title: str
+    loop_prompt: str
+    loop: list[LoopStep] = Field(min_length=4, max_length=4)
+
+    @model_validator(mode="after")
+    def _in_order(self) -> SheetText:
+        order = [s.id for s in self.loop]
+        if order != ["forward", "error", "backward", "update"]:
+            raise ValueError(f"the loop goes forward, error, backward, update; got {order}")
+        return self
+
+
 class Classroom(_Strict):
     kind: Literal["classroom"]
     title: str
@@ -105,6 +129,7 @@ class Classroom(_Strict):
     memory: MemoryText
     swap_cards: list[SwapCard] = Field(min_length=4)
     cost: CostText
+    sheet: SheetText
     questions: list[Question] = Field(min_length=2)
     grown_ups: str
 

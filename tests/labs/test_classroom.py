@@ -33,3 +33,15 @@ def test_a_broken_file_is_rejected(tmp_path) -> None:
     with pytest.raises(ValidationError):
         load_classroom(bad)
     assert Classroom.model_fields["questions"]
+
+
+def test_the_sheets_loop_goes_round_in_order(tmp_path) -> None:
+    c = load_classroom()
+    assert [s.name for s in c.sheet.loop] == ["Forward", "Error", "Backward", "Update"]
+    assert all(s.answer for s in c.sheet.loop)
+    data = json.loads((SCENES_DIR / CLASSROOM_FILE).read_text())
+    data["sheet"]["loop"].reverse()
+    bad = tmp_path / "classroom.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ValidationError, match="forward, error, backward, update"):
+        load_classroom(bad)

@@ -1,7 +1,9 @@
 """The printable question sheet in two versions: /sheet is the students' copy, with every
 question and room to write and no teacher's note anywhere in the page; /sheet/teacher (and
 /sheet?teacher) is the teacher's, with a note on each question and the note for grown-ups.
-Both print on one page, on A4 and on Letter."""
+Both have the seven parts drawn and numbered as in the app, and the step's loop (forward,
+error, backward, update): the students' copy leaves lines to write what happens in each, the
+teacher's says it. Both print on one page, on A4 and on Letter, in every language."""
 
 from __future__ import annotations
 
@@ -34,6 +36,35 @@ def content(server) -> dict:
     return httpx.get(f"{server.url}/api/labs/content", timeout=10).json()
 
 
+PARTS_JS = """[...document.querySelectorAll('#parts .part')].map((e) => {
+  const r = e.getBoundingClientRect();
+  return { id: e.dataset.part, n: e.querySelector('b').textContent, text: e.textContent,
+           box: [r.left, r.top, r.right, r.bottom] };
+})"""
+LOOP_JS = """[...document.querySelectorAll('#loop li')].map((e) => ({
+  id: e.dataset.step, text: e.innerText, lines: e.querySelectorAll('.lines i').length,
+}))"""
+
+
+def scene_parts(server) -> list[dict]:
+    return httpx.get(f"{server.url}/api/scenes/training-run", timeout=10).json()["parts"]
+
+
+def check_parts(page, server) -> None:
+    """The seven parts, each numbered and named as the app labels it, none over another."""
+    assert page.locator("#figs").is_visible()
+    got = page.evaluate(PARTS_JS)
+    want = {p["id"]: p for p in scene_parts(server)}
+    assert sorted(g["id"] for g in got) == sorted(want), got
+    for g in got:
+        assert g["n"] == str(want[g["id"]]["number"]), g
+        assert squash(want[g["id"]]["name"]) in squash(g["text"]), g
+    for i, a in enumerate(got):
+        for b in got[i + 1 :]:
+            (l1, t1, r1, b1), (l2, t2, r2, b2) = a["box"], b["box"]
+            assert r1 <= l2 or r2 <= l1 or b1 <= t2 or b2 <= t1, (a["id"], b["id"])
+
+
 def test_the_students_copy_has_the_questions_and_no_teacher_notes(browser, server, web) -> None:
     c = content(server)
     notes = [q["teacher_note"] for q in c["questions"]]
@@ -47,7 +78,15 @@ def test_the_students_copy_has_the_questions_and_no_teacher_notes(browser, serve
     for note in [*notes, c["grown_ups"]]:
         assert squash(note) not in everything, note
     assert "teacher" not in shown
-    assert page.locator(".lines").count() == len(c["questions"])  # room to write
+    # The seven parts, and the loop with room to write what happens in each step; its
+    # answers are the teacher's, not in the page.
+    check_parts(page, server)
+    loop = page.evaluate(LOOP_JS)
+    assert [s["id"] for s in loop] == ["forward", "error", "backward", "update"]
+    for step, want in zip(loop, c["sheet"]["loop"], strict=True):
+        assert squash(want["name"]) in squash(step["text"]) and step["lines"] == 2, step
+        assert squash(want["answer"]) not in everything, step
+    assert page.locator("#questions .lines").count() == len(c["questions"])  # room to write
     for fmt in ("A4", "Letter"):
         assert pdf_pages(page.pdf(format=fmt)) == 1, fmt
     page.set_viewport_size({"width": 1280, "height": 1400})
@@ -67,6 +106,10 @@ def test_the_teachers_copy_has_every_note(browser, server, web, path) -> None:
     assert squash(c["grown_ups"]) in shown
     assert "teacher" in shown
     assert page.locator(".lines").count() == 0
+    check_parts(page, server)
+    loop = page.evaluate(LOOP_JS)
+    for step, want in zip(loop, c["sheet"]["loop"], strict=True):
+        assert squash(want["answer"]) in squash(step["text"]), step
     assert page.locator("#other").get_attribute("href") == "/sheet"
     for fmt in ("A4", "Letter"):
         assert pdf_pages(page.pdf(format=fmt)) == 1, fmt
@@ -95,6 +138,7 @@ def test_the_sheet_in_the_page_language(browser, server, lang) -> None:
         assert "teacher" not in shown and "predictfirst" not in shown, path
         before = "getComputedStyle(document.querySelector('#questions li'), '::before').content"
         assert page.evaluate(before).startswith(letter), path
+        assert page.locator("#parts .part").count() == 7 and page.locator("#loop li").count() == 4
         kickers.append(page.locator(".kicker").text_content())
         for fmt in ("A4", "Letter"):
             assert pdf_pages(page.pdf(format=fmt)) == 1, (path, fmt)
