@@ -39,6 +39,17 @@ class HeaderDeadline:
         self._disarm_header_deadline()
         super().connection_lost(exc)  # type: ignore[misc]
 
+    def handle_websocket_upgrade(self, *args: Any) -> None:
+        super().handle_websocket_upgrade(*args)  # type: ignore[misc]
+        # The connection is the websocket protocol's now, and this one never hears of it
+        # again (its connection_lost is not called): let go of what uvicorn lets go of at
+        # connection_lost. The httptools parser refers back to its protocol, so without this
+        # every websocket leaves a cycle behind that only a full garbage collection frees,
+        # and memory climbs as viewers come and go.
+        self._disarm_header_deadline()
+        if hasattr(self, "parser"):
+            self.parser = None
+
     def _arm_header_deadline(self) -> None:
         self._disarm_header_deadline()
         if not self.transport.is_closing():
