@@ -40,12 +40,12 @@ def press(page, key: str) -> dict:
     )
 
 
-def auto_button(page) -> None:
-    """Press the tour's auto-advance button. On Playwright's clock the page's animation frames
-    are the clock's too, and a busy machine can keep them from proving the button "stable"
-    for a mouse click; so the test checks the button is there and shown, then clicks it."""
-    button = page.locator("#tour-auto")
-    assert button.is_visible()
+def tap(page, selector: str) -> None:
+    """Press a button on a page whose timers run on Playwright's clock. There the page's
+    animation frames are the clock's too, and a busy machine keeps them from proving a button
+    "stable" for a mouse click; so the button is checked to be there and shown, then clicked."""
+    button = page.locator(selector)
+    assert button.is_visible(), selector
     button.dispatch_event("click")
 
 
@@ -95,7 +95,7 @@ def test_a_stop_waits_for_the_next_press_and_auto_advance_is_a_choice(page_at, w
     assert press(page, "PageDown")["stop"] == 1
     page.evaluate("document.activeElement && document.activeElement.blur()")
     assert press(page, "Enter")["stop"] == 2
-    page.locator("#tour-next").click()
+    tap(page, "#tour-next")
     assert web.tr(page, "tourStop") == 3
     assert press(page, "PageUp")["stop"] == 2
 
@@ -106,13 +106,13 @@ def test_a_stop_waits_for_the_next_press_and_auto_advance_is_a_choice(page_at, w
     assert "{" not in more.inner_text()
     assert press(page, "PageDown") == {"active": True, "stop": 3, "more": False, "auto": False}
     assert page.locator("#tour-more").is_hidden()
-    page.locator("#tour-more-btn").click()
+    tap(page, "#tour-more-btn")
     assert web.tr(page, "tourMore") is True
     web.screenshot(page, "lesson_tour_more")
-    page.locator("#tour-more-btn").click()
+    tap(page, "#tour-more-btn")
 
     # Auto-advance on: the bar shows and the tour moves on by itself.
-    auto_button(page)
+    tap(page, "#tour-auto")
     assert web.tr(page, "tourAuto") is True
     assert page.locator("#tour-progress-track").is_visible()
     at = web.tr(page, "tourStop")
@@ -139,7 +139,7 @@ def test_a_stop_waits_for_the_next_press_and_auto_advance_is_a_choice(page_at, w
     page.wait_for_function("window.trainingRun.tourStop === 1", timeout=15_000)
 
     # Back to waiting for presses: the choice goes both ways.
-    auto_button(page)
+    tap(page, "#tour-auto")
     assert web.tr(page, "tourAuto") is False
     assert page.locator("#tour-progress-track").is_hidden()
     page.keyboard.press("Escape")
