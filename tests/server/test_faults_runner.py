@@ -5,6 +5,7 @@ never starts from another run's checkpoint."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -143,7 +144,10 @@ def test_a_new_run_never_starts_from_another_runs_checkpoint(tmp_path: Path) -> 
         return runner.view.step
 
     async def new_run() -> Runner:
-        runner = Runner(options(run_dir, config), RecordingHub(), history)
+        # Paused: the step it opens at is where it resumed, with no step of its own after it
+        # (a running one could make step 1 before it is stopped on a busy machine).
+        paused = dataclasses.replace(options(run_dir, config), paused=True)
+        runner = Runner(paused, RecordingHub(), history)
         await runner.start()
         await runner.stop()
         return runner
