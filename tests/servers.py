@@ -4,8 +4,6 @@ installed console script) in its own process on a free loopback port, ready once
 
     srv = ServerProcess(tmp_path / "run", "--gpus", "8").start(fresh=True)
     srv.url, srv.ws_url, srv.log()
-    srv.control(action="pause")  # a run control through REST; a refusal fails the test
-    srv.steps(6)   # on a server started with --paused: six steps, each done when it returns
     srv.stop()     # Ctrl+C: the server saves a final checkpoint and stops its worker
     srv.kill()     # a crash: SIGKILL to its whole process group, nothing saved
     srv.start()    # again, on the same port and run dir (a restart, a reconnect)
@@ -23,7 +21,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -109,26 +106,6 @@ class ServerProcess:
                 time.sleep(0.2)
         self.kill()
         raise RuntimeError(f"server did not come up in {timeout:.0f} s:\n{self.log()[-3000:]}")
-
-    def control(self, token: str | None = None, **body: Any) -> dict[str, Any]:
-        """A run control through REST (pause, resume, step, ...), the same body as the
-        websocket's; anything but a 200 fails with the server's answer."""
-        msg = {"type": "control", **body, **({"token": token} if token else {})}
-        req = urllib.request.Request(
-            f"{self.url}/api/run/control",
-            data=json.dumps(msg).encode(),
-            headers={"content-type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return json.loads(r.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            raise AssertionError(f"control {body} refused: {exc.code} {exc.read()!r}") from None
-
-    def steps(self, n: int, token: str | None = None) -> None:
-        """`n` single steps on a paused run; each request returns once its step is done."""
-        for _ in range(n):
-            self.control(token, action="step")
 
     def stop(self, timeout: float = 60.0) -> int | None:
         """Ctrl+C and wait: the server stops its worker after a final checkpoint. Its exit

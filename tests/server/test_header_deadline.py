@@ -156,7 +156,10 @@ def test_a_websockets_http_side_is_freed_without_the_garbage_collector(
     gc.disable()  # what is freed now is freed by reference counting alone
     try:
         before = alive()
-        asyncio.run(go())  # each HTTP side is let go at its upgrade, before the echo comes
+        asyncio.run(go())
+        end = time.monotonic() + 5
+        while alive() > before and time.monotonic() < end:
+            time.sleep(0.05)  # a poll interval: the server thread lets go as each one closes
         left = alive() - before
     finally:
         gc.enable()

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
+import httpx
 import pytest
 from quiet import INIT_JS, quiet
-from servers import ServerProcess
+from servers import ServerProcess, get_json
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,13 +62,29 @@ def browser() -> Iterator[object]:
             b.close()
 
 
+def control(srv: ServerProcess, **body: object) -> dict:
+    """A run control through REST (pause, resume, step, ...); fails the test on a refusal."""
+    r = httpx.post(f"{srv.url}/api/run/control", json={"type": "control", **body}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def wait_steps(srv: ServerProcess, steps: int, timeout: float = 60.0) -> int:
+    """Poll /api/run until the run has made `steps` steps; returns the step reached."""
+    deadline = time.monotonic() + timeout
+    while (step := get_json(f"{srv.url}/api/run")["step"]) < steps:
+        assert time.monotonic() < deadline, f"run stuck at step {step} of {steps}"
+        time.sleep(0.1)  # a poll interval of the loop above, not a wait for state
+    return step
+
+
 def _serve(tmp_path_factory: pytest.TempPathFactory, *, paused: bool) -> Iterator[ServerProcess]:
-    args = (*SMALL, "--paused") if paused else SMALL
-    srv = ServerProcess(tmp_path_factory.mktemp("run") / "run", *args)
+    srv = ServerProcess(tmp_path_factory.mktemp("run") / "run", *SMALL)
     srv.start(fresh=True)
     try:
         if paused:
-            srv.steps(6)  # past the first checkpoint (every 5)
+            wait_steps(srv, 6)
+            control(srv, action="pause")
         yield srv
     finally:
         srv.stop()
@@ -76,11 +94,11 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, *, paused: bool) -> Iterato
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
-    """One real server per test module (starting one costs a few seconds of CPU). It starts
-    paused and takes six single steps, past its first checkpoint: a page gets its hello, its
-    scene and the last step, nothing moves behind the test, and the page stops drawing. A
-    module about steps arriving live says `TRAINS = True` and gets a server that goes on
-    training at SMALL's pace."""
+    """One real server per test module (starting one costs a few seconds of CPU). It trains
+    past its first checkpoint and is then paused: a page gets its hello, its scene and the
+    last step, nothing moves behind the test, and the page stops drawing. A module about
+    steps arriving live says `TRAINS = True` and gets a server that goes on training at
+    SMALL's pace."""
     yield from _serve(tmp_path_factory, paused=not getattr(request.module, "TRAINS", False))
 
 
@@ -196,4 +214,6 @@ def web() -> SimpleNamespace:
         ServerProcess=ServerProcess,
         SMALL=SMALL,
         FULL_HD=FULL_HD,
+        control=control,
+        wait_steps=wait_steps,
     )

@@ -29,13 +29,33 @@ PARTS = ("page", "tour", "labs", "panels", "story", "present", "sheet")
 LAB_KEYS = ("r", "m", "c", "w", "h", "q")
 MISSES_JS = "window.trainingRunI18n ? [...window.trainingRunI18n.misses.entries()] : null"
 # The servers: one whose page may change the run (a small cluster), one public, watched as a
-# viewer without rights, for the story. Both start paused and take STEPS single steps, so the
-# page is quiet between the walk's actions and draws nothing it does not need to.
-RIGHTS = ("--gpus", "8", "--servers", "2", "--checkpoint-every", "5", "--speed", "4", "--paused")
+# viewer without rights, for the story. Both train a few steps and are then paused (`settle`),
+# so the page is quiet between the walk's actions and draws nothing it does not need to.
+RIGHTS = ("--gpus", "8", "--servers", "2", "--checkpoint-every", "5", "--speed", "4")
 VIEWER_TOKEN = "langwalk-7"
 VIEWER = ("--gpus", "1", "--servers", "1", "--public", "--token", VIEWER_TOKEN, "--speed", "max",
-          "--rest-after", "0", "--paused")  # fmt: skip
-STEPS = 6  # the steps each server takes before the walk: past the first checkpoint
+          "--rest-after", "0")  # fmt: skip
+
+
+def settle(srv, token: str | None = None, steps: int = 6) -> None:
+    """Let the run reach `steps` (past its first checkpoint), then pause it."""
+    import time
+    import urllib.request
+
+    from servers import get_json
+
+    deadline = time.monotonic() + 120
+    while get_json(f"{srv.url}/api/run")["step"] < steps:
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.1)  # a poll interval of the loop above
+    body = {"type": "control", "action": "pause", **({"token": token} if token else {})}
+    req = urllib.request.Request(
+        f"{srv.url}/api/run/control",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status == 200
 
 
 def misses_in(page, places: tuple[str, ...]) -> list[list[str]]:
@@ -178,8 +198,8 @@ def servers(tmp: Path):
 
     rights = ServerProcess(tmp / "rights", *RIGHTS).start(fresh=True, timeout=120)
     viewer = ServerProcess(tmp / "viewer", *VIEWER).start(fresh=True, timeout=120)
-    rights.steps(STEPS)
-    viewer.steps(STEPS, VIEWER_TOKEN)
+    settle(rights)
+    settle(viewer, VIEWER_TOKEN)
     return rights, viewer
 
 

@@ -49,8 +49,8 @@ def two_servers(tmp_path_factory, web):
     tmp = tmp_path_factory.mktemp("langs")
     rights = web.ServerProcess(tmp / "rights", *langwalk.RIGHTS).start(fresh=True, timeout=120)
     viewer = web.ServerProcess(tmp / "viewer", *langwalk.VIEWER).start(fresh=True, timeout=120)
-    rights.steps(langwalk.STEPS)
-    viewer.steps(langwalk.STEPS, langwalk.VIEWER_TOKEN)
+    langwalk.settle(rights)
+    langwalk.settle(viewer, langwalk.VIEWER_TOKEN)
     try:
         yield rights, viewer
     finally:

@@ -4,14 +4,21 @@ instanced mesh however many GPUs); when the loaders made the GPUs wait, the GPUs
 
 from __future__ import annotations
 
+import httpx
+
 DEBUG = "window.trainingRun.stageDebug"
+
+
+def _control(server, **body) -> None:
+    r = httpx.post(f"{server.url}/api/run/control", json={"type": "control", **body}, timeout=10)
+    assert r.status_code == 200, r.text
 
 
 def _one_step(page, server) -> dict:
     """Play exactly one real step on a paused run and return the counters after it."""
     page.wait_for_function(f"!{DEBUG}.playing", timeout=30_000)
     steps = page.evaluate(f"{DEBUG}.seen.steps")
-    server.control(action="step")
+    _control(server, action="step")
     page.wait_for_function(f"{DEBUG}.seen.steps > {steps}", timeout=20_000)
     page.wait_for_function(f"!{DEBUG}.playing", timeout=30_000)
     return page.evaluate(DEBUG)
@@ -21,7 +28,7 @@ def test_every_gpu_gets_its_own_slice_of_the_batch(page_at, server, web) -> None
     w = page_at()
     web.wait_stage(w.page)
     gpus = web.tr(w.page, "gpus") or int(web.SMALL[web.SMALL.index("--gpus") + 1])
-    server.control(action="pause")
+    _control(server, action="pause")
     try:
         w.page.wait_for_function("window.trainingRun.runState === 'paused'", timeout=20_000)
         dbg = _one_step(w.page, server)
@@ -33,7 +40,7 @@ def test_every_gpu_gets_its_own_slice_of_the_batch(page_at, server, web) -> None
         # Once the step has played, nothing is left in flight.
         assert dbg["slices"] == 0
     finally:
-        server.control(action="resume")
+        _control(server, action="resume")
     assert not w.errors, w.errors
 
 
@@ -41,7 +48,7 @@ def test_gpus_waiting_for_data_are_shown_waiting(page_at, server, web) -> None:
     w = page_at()
     web.wait_stage(w.page)
     gpus = web.tr(w.page, "gpus") or int(web.SMALL[web.SMALL.index("--gpus") + 1])
-    server.control(action="pause")
+    _control(server, action="pause")
     try:
         w.page.wait_for_function("window.trainingRun.runState === 'paused'", timeout=20_000)
         w.page.wait_for_function(f"!{DEBUG}.playing", timeout=30_000)
@@ -61,5 +68,5 @@ def test_gpus_waiting_for_data_are_shown_waiting(page_at, server, web) -> None:
         # The batch still reaches every GPU once it is ready.
         assert seen["maxSlices"] == gpus, seen
     finally:
-        server.control(action="resume")
+        _control(server, action="resume")
     assert not w.errors, w.errors

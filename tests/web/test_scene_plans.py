@@ -13,6 +13,7 @@ a reset that re-plans the run re-draws the roles. Screenshots of each plan at 19
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 DEBUG = "window.trainingRun.stageDebug"
@@ -88,6 +89,12 @@ class _Watch:
         self.errors: list[str] = []
         page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+
+def _control(srv, **body) -> dict:
+    r = httpx.post(f"{srv.url}/api/run/control", json={"type": "control", **body}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
 
 
 def _hello(page) -> dict:
@@ -204,11 +211,11 @@ def _one_step_draw_calls(browser, web, srv) -> tuple[int, int]:
     w = web.open_page(browser, srv.url, viewport=SMALL_VIEW)
     try:
         web.wait_stage(w.page, timeout=90_000)
-        srv.control(action="pause")
+        _control(srv, action="pause")
         w.page.wait_for_function("window.trainingRun.runState === 'paused'", timeout=30_000)
         w.page.wait_for_function(f"!{DEBUG}.playing", timeout=60_000)
         steps = w.page.evaluate(f"{DEBUG}.seen.steps")
-        srv.control(action="step")
+        _control(srv, action="step")
         w.page.wait_for_function(f"{DEBUG}.seen.steps > {steps}", timeout=60_000)
         w.page.wait_for_function(f"!{DEBUG}.playing", timeout=90_000)
         dbg = w.page.evaluate(DEBUG)
@@ -395,7 +402,7 @@ def test_a_failure_is_staged_on_a_planned_run(pipeline, open_at, web) -> None:
     page = w.page
     page.wait_for_function("window.trainingRun.step >= 6", timeout=90_000)
     page.keyboard.press("2")
-    pipeline.control(action="fail_gpu", gpu=2)
+    _control(pipeline, action="fail_gpu", gpu=2)
     _wait_seen(page, "s.maxFailed > 0 && s.stallMs > 1000", timeout=30_000)
     web.screenshot(page, "plan_pipeline_failure")
     # Then the weights flow back from the checkpoints.
@@ -411,7 +418,7 @@ def test_a_reset_that_re_plans_the_run_re_draws_the_roles(experts, open_at) -> N
     page = w.page
     page.wait_for_function(f"{DEBUG}.roleTags && {DEBUG}.roleTags.length === 8")
     run = page.evaluate("window.trainingRun.runId")
-    experts.control(action="reset", tp=2, pp=2, ep=1, experts=0, microbatches=4)
+    _control(experts, action="reset", tp=2, pp=2, ep=1, experts=0, microbatches=4)
     page.wait_for_function(f"window.trainingRun.runId !== '{run}'", timeout=60_000)
     page.wait_for_function(
         f"{DEBUG}.roleTags && {DEBUG}.roleTags.length === 8 && {DEBUG}.roleTags[2].text === 'S2'",

@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import time
 
+import httpx
+
 # Steps arriving live are what these tests watch: the module's server keeps training.
 TRAINS = True
 
 DEBUG = "window.trainingRun.stageDebug"
+
+
+def _control(server, **body) -> None:
+    r = httpx.post(f"{server.url}/api/run/control", json={"type": "control", **body}, timeout=10)
+    assert r.status_code == 200, r.text
 
 
 def _debug(page) -> dict:
@@ -19,7 +26,7 @@ def _debug(page) -> dict:
 def test_running_steps_animate_within_the_draw_call_budget(page_at, server, web):
     w = page_at()
     web.wait_stage(w.page)
-    server.control(action="speed", value=1)
+    _control(server, action="speed", value=1)
     try:
         # Real steps arrive and each one starts an animation of its phases.
         w.page.wait_for_function(
@@ -28,7 +35,7 @@ def test_running_steps_animate_within_the_draw_call_budget(page_at, server, web)
             timeout=60_000,
         )
     finally:
-        server.control(action="speed", value=4)
+        _control(server, action="speed", value=4)
     assert _debug(w.page)["seen"]["maxDrawCalls"] <= 60
     web.screenshot(w.page, "scene_running_8gpus")
     assert not w.errors, w.errors
@@ -37,13 +44,13 @@ def test_running_steps_animate_within_the_draw_call_budget(page_at, server, web)
 def test_a_single_step_while_paused_plays_every_phase(page_at, server, web):
     w = page_at()
     web.wait_stage(w.page)
-    server.control(action="pause")
+    _control(server, action="pause")
     try:
         w.page.wait_for_function("window.trainingRun.runState === 'paused'", timeout=20_000)
         # Let the last step's animation finish before asking for one more step.
         w.page.wait_for_function(f"!{DEBUG}.playing", timeout=30_000)
         before = _debug(w.page)["seen"]
-        server.control(action="step")
+        _control(server, action="step")
         w.page.wait_for_function(f"{DEBUG}.seen.steps > {before['steps']}", timeout=20_000)
         w.page.wait_for_function(f"!{DEBUG}.playing", timeout=30_000)
         after = _debug(w.page)
@@ -56,13 +63,13 @@ def test_a_single_step_while_paused_plays_every_phase(page_at, server, web):
         gpus = int(web.SMALL[web.SMALL.index("--gpus") + 1])
         assert seen["maxPulses"] == gpus
     finally:
-        server.control(action="resume")
+        _control(server, action="resume")
 
 
 def test_render_loop_stops_when_nothing_moves(page_at, server, web):
     w = page_at()
     web.wait_stage(w.page)
-    server.control(action="pause")
+    _control(server, action="pause")
     try:
         w.page.wait_for_function("window.trainingRun.runState === 'paused'", timeout=20_000)
         if web.tr(w.page, "signal"):
@@ -87,13 +94,13 @@ def test_render_loop_stops_when_nothing_moves(page_at, server, web):
         w.page.keyboard.press("ArrowLeft")
         w.page.wait_for_function(f"window.trainingRun.frames > {second}", timeout=10_000)
     finally:
-        server.control(action="resume")
+        _control(server, action="resume")
 
 
 def test_failed_gpu_is_marked_then_comes_back(page_at, server, web):
     w = page_at()
     web.wait_stage(w.page)
-    server.control(action="fail_gpu", gpu=3)
+    _control(server, action="fail_gpu", gpu=3)
     w.page.wait_for_function(f"{DEBUG}.failed >= 1", timeout=30_000)
     web.screenshot(w.page, "scene_gpu_failed")
     # The replacement arrives and the X goes away (the store holds it a few seconds first).

@@ -4,10 +4,17 @@ which way the ring turns; thicker in the projector theme; bright while the all-r
 
 from __future__ import annotations
 
+import httpx
+
 # Steps arriving live are what these tests watch: the module's server keeps training.
 TRAINS = True
 
 DEBUG = "window.trainingRun.stageDebug"
+
+
+def _control(server, **body) -> None:
+    r = httpx.post(f"{server.url}/api/run/control", json={"type": "control", **body}, timeout=10)
+    assert r.status_code == 200, r.text
 
 
 def _track(page) -> dict:
@@ -27,7 +34,7 @@ def test_ring_track_is_solid_and_shows_its_direction(page_at, server, web) -> No
     assert dbg["ringArrows"] == gpus, dbg
 
     # Lit while the all-reduce runs, with a pulse per hop.
-    server.control(action="speed", value=1)
+    _control(server, action="speed", value=1)
     try:
         w.page.wait_for_function(
             f"{DEBUG}.seen.allreduce > 0 && {DEBUG}.seen.maxPulses >= {gpus}", timeout=60_000
@@ -35,7 +42,7 @@ def test_ring_track_is_solid_and_shows_its_direction(page_at, server, web) -> No
     except Exception:
         raise AssertionError(w.page.evaluate(DEBUG)) from None
     finally:
-        server.control(action="speed", value=4)
+        _control(server, action="speed", value=4)
     assert not w.errors, w.errors
 
 

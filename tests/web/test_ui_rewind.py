@@ -21,6 +21,13 @@ def run60(tmp_path_factory, web):
     srv.stop()
 
 
+def control(srv, action: str) -> None:
+    r = httpx.post(
+        f"{srv.url}/api/run/control", json={"type": "control", "action": action}, timeout=30
+    )
+    assert r.status_code == 200, r.text
+
+
 def drag_to(page, step: int) -> None:
     """Press the handle at the live end and drag it to where `step` sits on the track (which
     holds still while the handle is pressed, though the live run goes on)."""
@@ -42,7 +49,7 @@ def test_drag_to_step_10_then_back_to_live(browser, web, run60) -> None:
         page.wait_for_function("window.trainingRun.step >= 60", timeout=120_000)
         # Hold the run at about 60 steps while the handle is placed, so a step is a few
         # pixels of track; it goes on again below, while step 10 is on show.
-        run60.control(action="pause")
+        control(run60, "pause")
         web.wait_stage(page, timeout=120_000)
         web.quiet(page)  # a step already under way has landed
         assert page.evaluate("window.trainingRun.rewind") is None
@@ -64,7 +71,7 @@ def test_drag_to_step_10_then_back_to_live(browser, web, run60) -> None:
         assert shown["traced"] is True
         page.wait_for_function("window.trainingRun.stageDebug?.sceneStep === 10", timeout=90_000)
         # ... while the live run keeps training.
-        run60.control(action="resume")
+        control(run60, "resume")
         at = page.evaluate("window.trainingRun.step")
         page.wait_for_function(f"window.trainingRun.step > {at}", timeout=90_000)
         assert page.evaluate("window.trainingRun.rewind.step") == 10
