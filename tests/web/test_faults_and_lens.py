@@ -206,38 +206,54 @@ def inject(page, kind: str, target: str) -> None:
 
 
 @pytest.mark.parametrize(("kind", "target", "shown"), FAULTS, ids=[f[0] for f in FAULTS])
-def test_each_fault_is_shown_where_it_happens(page_on, web, kind, target, shown) -> None:
+def test_each_fault_is_shown_where_it_happens(page_on, server32, web, kind, target, shown) -> None:
     w = page_on(SMALL)
     page = w.page
     web.wait_stage(page, timeout=90_000)
     page.wait_for_function("window.trainingRun.step >= 6", timeout=90_000)
-    before = len(web.tr(page, "faults"))
-    inject(page, kind, target)
-    assert page.evaluate("!document.getElementById('faults').hidden")
-    page.wait_for_function(f"window.trainingRun.faults.length === {before + 1}", timeout=30_000)
-    fault = web.tr(page, "faults")[-1]
-    assert fault["kind"] == kind and fault["target"] == int(target)
-    page.evaluate("document.getElementById('btn-faults').click()")  # the menu closes
-    if kind == "straggler":
-        # The moment the others wait for the slow GPU is short: slow motion plays the next
-        # step, the first the fault acts on, block by block, so even a page drawing a frame
-        # a second shows it.
-        page.evaluate("document.getElementById('btn-slow').click()")
-    assert page.evaluate("document.getElementById('faults').hidden")
-    if kind in NOTE:
-        # In the time bar: the fault named over it, and the time it costs in the bar.
+    # The moment the others wait for a slow GPU is short, and a busy page can play past the
+    # fault's steps before it draws one: the run waits paused, takes the first step the fault
+    # acts on, and slow motion replays that step block by block.
+    straggler = kind == "straggler"
+    if straggler:
+        web.control(server32, action="pause")
+        page.wait_for_function("window.trainingRun.runState === 'paused'", timeout=30_000)
+    try:
+        before = len(web.tr(page, "faults"))
+        inject(page, kind, target)
+        assert page.evaluate("!document.getElementById('faults').hidden")
         page.wait_for_function(
-            f"document.querySelector('#fault-note li.acting')?.innerText.includes('{NOTE[kind]}')",
-            timeout=30_000,
+            f"window.trainingRun.faults.length === {before + 1}", timeout=30_000
         )
-        assert page.evaluate("document.querySelectorAll('.time-panel.faulted').length") == 1
-        if kind != "link":
+        fault = web.tr(page, "faults")[-1]
+        assert fault["kind"] == kind and fault["target"] == int(target)
+        page.evaluate("document.getElementById('btn-faults').click()")  # the menu closes
+        assert page.evaluate("document.getElementById('faults').hidden")
+        if straggler:
+            web.control(server32, action="step")
             page.wait_for_function(
-                "JSON.parse(document.getElementById('timebar').dataset.shares).wait > 0.1",
+                f"window.trainingRun.stageDebug.sceneStep >= {fault['start']}", timeout=30_000
+            )
+            page.wait_for_function("!window.trainingRun.stageDebug.playing", timeout=60_000)
+            page.evaluate("document.getElementById('btn-slow').click()")
+        if kind in NOTE:
+            # In the time bar: the fault named over it, and the time it costs in the bar.
+            page.wait_for_function(
+                "document.querySelector('#fault-note li.acting')"
+                f"?.innerText.includes('{NOTE[kind]}')",
                 timeout=30_000,
             )
-    page.wait_for_function(shown, timeout=120_000)
-    shot(page, f"fault_{kind}_1024x768")
+            assert page.evaluate("document.querySelectorAll('.time-panel.faulted').length") == 1
+            if kind != "link":
+                page.wait_for_function(
+                    "JSON.parse(document.getElementById('timebar').dataset.shares).wait > 0.1",
+                    timeout=30_000,
+                )
+        page.wait_for_function(shown, timeout=120_000)
+        shot(page, f"fault_{kind}_1024x768")
+    finally:
+        if straggler:
+            web.control(server32, action="resume")
     assert w.errors == []
 
 
