@@ -222,9 +222,7 @@ def test_each_fault_is_shown_where_it_happens(page_on, server32, web, kind, targ
         before = len(web.tr(page, "faults"))
         inject(page, kind, target)
         assert page.evaluate("!document.getElementById('faults').hidden")
-        page.wait_for_function(
-            f"window.trainingRun.faults.length === {before + 1}", timeout=30_000
-        )
+        page.wait_for_function(f"window.trainingRun.faults.length === {before + 1}", timeout=30_000)
         fault = web.tr(page, "faults")[-1]
         assert fault["kind"] == kind and fault["target"] == int(target)
         page.evaluate("document.getElementById('btn-faults').click()")  # the menu closes
