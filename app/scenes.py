@@ -109,6 +109,24 @@ def _check_placeholders(v: str, what: str) -> str:
     return v
 
 
+# Live values that do not exist early in a run (NOT_YET in static/js/ui/live.js): a text that
+# quotes one needs words for "not yet", and those words must not quote one themselves.
+NOT_YET_PLACEHOLDERS = frozenset({"checkpoint_step", "checkpoint_bytes", "top_word", "top_p"})
+
+
+def _quoted(v: str) -> set[str]:
+    return {f for _, f, _, _ in string.Formatter().parse(v) if f}
+
+
+def _check_not_yet(text: str, not_yet: str, what: str) -> None:
+    waits = sorted(_quoted(text) & NOT_YET_PLACEHOLDERS)
+    if waits and not not_yet:
+        raise ValueError(f"{what} quotes {waits}, which a new run does not have yet: "
+                         f"give {what}_not_yet words for that moment")
+    if _quoted(not_yet) & NOT_YET_PLACEHOLDERS:
+        raise ValueError(f"{what}_not_yet must not quote {sorted(NOT_YET_PLACEHOLDERS)}")
+
+
 class PartSpec(_Strict):
     id: Literal["datalake", "loaders", "gpus", "fabric", "ring", "model", "checkpoints"]
     number: int = Field(ge=1, le=9)
@@ -148,14 +166,22 @@ class TourAsk(_Strict):
 
     question: str = Field(min_length=1, max_length=200)
     answer: str = Field(min_length=1, max_length=200)
+    # Said instead of the answer while a value it quotes does not exist yet (no checkpoint
+    # saved, no probe asked: NOT_YET in static/js/ui/live.js).
+    answer_not_yet: str = Field(default="", max_length=200)
     # Panels that would give the answer away, hidden while the room predicts: "probe", the
     # model's bets after "Once upon a" (its page element is marked data-conceal="probe").
     conceals: list[Literal["probe"]] = Field(default_factory=list, max_length=4)
 
-    @field_validator("question", "answer")
+    @field_validator("question", "answer", "answer_not_yet")
     @classmethod
     def _known_ask_placeholders(cls, v: str) -> str:
         return _check_placeholders(v, "question")
+
+    @model_validator(mode="after")
+    def _not_yet_quotes_what_exists(self) -> TourAsk:
+        _check_not_yet(self.answer, self.answer_not_yet, "answer")
+        return self
 
 
 class TourStop(_Strict):
@@ -163,6 +189,8 @@ class TourStop(_Strict):
     view: int | None = None  # a view key; None = frame the part itself
     # What the teacher says at this stop: one idea, short enough to read aloud.
     caption: str = Field(min_length=1, max_length=220)
+    # Said instead of the caption while a value it quotes does not exist yet.
+    caption_not_yet: str = Field(default="", max_length=220)
     # The longer story behind it, for whoever asks "why?": shown folded under the caption.
     more: str = Field(default="", max_length=700)
     # How long the stop lasts when the tour moves on by itself.
@@ -170,10 +198,15 @@ class TourStop(_Strict):
     # A question to predict before the stop shows its answer (it waits for the next press).
     ask: TourAsk | None = None
 
-    @field_validator("caption")
+    @field_validator("caption", "caption_not_yet")
     @classmethod
     def _known_placeholders(cls, v: str) -> str:
         return _check_placeholders(v, "caption")
+
+    @model_validator(mode="after")
+    def _not_yet_quotes_what_exists(self) -> TourStop:
+        _check_not_yet(self.caption, self.caption_not_yet, "caption")
+        return self
 
     @field_validator("more")
     @classmethod

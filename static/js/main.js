@@ -157,7 +157,7 @@ function main() {
   story.fromUrl();
   // Presenting and following, and lesson links (?view=3&tour=4&lab=memory ...): after the
   // keys, so a follower's own key press is seen (and breaks away) before it acts.
-  mountPresenter({ store, send, actions, overlays, getTour: () => tour, getLabs: () => labs, getStage });
+  mountPresenter({ store, send, actions, overlays, getTour: () => tour, getLabs: () => labs, getStage, getStory: () => story });
   mountStepWords(store); // each step in words, for screen readers
 
   // The labs load on their own: a broken lab must never take the live run down with it.

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds, fmtSpeed } from '../../static/js/ui/format.js';
+import { fmtBytes, fmtCount, fmtInt, fmtLoss, fmtRate, fmtSeconds, fmtSpeed } from '../../static/js/ui/format.js';
 import { bytes, count, money, plain, sig3 } from '../../static/js/labs/dom.js';
 import { PENDING, bigCount, span } from '../../static/js/story/values.js';
 
@@ -111,4 +111,13 @@ test("the story's big counts in words, and ranges counted from 1", () => {
   assert.equal(span([0, 8]), '1–8');
   assert.equal(span([7, 8]), '8');
   assert.equal(span([4, 6]), '5–6');
+});
+
+test('a count and its noun agree in number', () => {
+  assert.equal(fmtCount(1, 'GPU'), '1 GPU');
+  assert.equal(fmtCount(2, 'GPU'), '2 GPUs');
+  assert.equal(fmtCount(0, 'server'), '0 servers');
+  assert.equal(fmtCount(1024, 'step'), '1,024 steps');
+  assert.equal(fmtCount(1, 'copy', 'copies'), '1 copy');
+  assert.equal(fmtCount(3, 'copy', 'copies'), '3 copies');
 });

@@ -28,6 +28,10 @@ test('numbers the way each language writes them', () => {
   // German: a point groups thousands, a comma marks the decimals.
   assert.equal(de.number('1,024.5 ms'), '1.024,5 ms');
   assert.equal(de.number('131,072 GPUs'), '131.072 GPUs');
+  // and a space before the percent sign, as Intl writes it (a space that does not break).
+  assert.equal(de.number('99%'), '99\u00a0%');
+  assert.equal(es.number('+20% over 80 GB'), '+20\u00a0% over 80 GB');
+  assert.equal(en.number('99%'), '99%');
   assert.equal(de.number('2.50 s'), '2,50 s'); // the decimals shown are kept
   // Spanish (CLDR): a comma for decimals, and a four-figure number is not grouped.
   assert.equal(es.number('1,024.5 ms'), '1024,5 ms');
@@ -72,4 +76,24 @@ test('under Node the page speaks English until told otherwise', () => {
   assert.equal(lang, 'en');
   assert.equal(tr('Loss'), 'Loss');
   assert.deepEqual(Object.keys(LANGS), ['en', 'de', 'es']);
+});
+
+test('every tour text has words in every language, as the page shows it', () => {
+  // Filled in as the tour fills it (static/js/ui/tour.js), "not yet" words included: the
+  // reveal shows the answer and the caption as one line.
+  const tour = repoJson('scenes/training-run.json').tour;
+  const fill = (t) => t.replace(/\{(\w+)\}/g, '7');
+  const lines = [];
+  for (const stop of tour) {
+    const caps = [stop.caption, stop.caption_not_yet].filter(Boolean);
+    lines.push(...caps);
+    if (!stop.ask) continue;
+    lines.push(stop.ask.question);
+    lines.push(`Answer: ${stop.ask.answer} ${stop.caption}`);
+    if (stop.ask.answer_not_yet) lines.push(`Answer: ${stop.ask.answer_not_yet} ${stop.caption_not_yet}`);
+  }
+  for (const [code, tr] of [['de', de], ['es', es]]) {
+    const missing = lines.map(fill).filter((line) => tr.translate(line) === undefined);
+    assert.deepEqual(missing, [], `${code} lacks words for these tour lines`);
+  }
 });

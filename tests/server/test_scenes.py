@@ -113,6 +113,22 @@ def test_unknown_caption_placeholder_is_named(tmp_path: Path) -> None:
         load_scene("training-run", _write(tmp_path, raw))
 
 
+def test_a_text_quoting_what_a_new_run_lacks_needs_not_yet_words(tmp_path: Path) -> None:
+    raw = _raw()
+    stop = next(s for s in raw["tour"] if s["part"] == "checkpoints")
+    # The shipped stop says something for a run with no checkpoint, in both its texts.
+    assert "{checkpoint_step}" in stop["caption"] and stop["caption_not_yet"]
+    assert "{checkpoint_step}" in stop["ask"]["answer"] and stop["ask"]["answer_not_yet"]
+    del stop["caption_not_yet"]
+    with pytest.raises(SceneInvalid, match="caption_not_yet"):
+        load_scene("training-run", _write(tmp_path, raw))
+    raw = _raw()
+    stop = next(s for s in raw["tour"] if s["part"] == "model")
+    stop["ask"]["answer_not_yet"] = "It bets on {top_word}."
+    with pytest.raises(SceneInvalid, match="answer_not_yet must not quote"):
+        load_scene("training-run", _write(tmp_path, raw))
+
+
 def test_tour_that_skips_a_part_is_rejected(tmp_path: Path) -> None:
     raw = _raw()
     raw["tour"] = [s for s in raw["tour"] if s["part"] != "checkpoints"]

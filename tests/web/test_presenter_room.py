@@ -319,3 +319,40 @@ def test_a_followers_chip_is_small_and_in_the_corner(browser, lesson_server, web
             apart = right <= l2 or left >= r2 or bottom <= t2 or top >= b2
             assert apart, (size, lang, name, got["chip"], (l2, t2, r2, b2))
         page.context.close()
+
+
+STORY = (
+    "(() => {{ const s = window.trainingRun.story; return s && s.chapter === {n}"
+    " && s.title !== '' && s.caption !== ''"
+    " && !document.getElementById('story-box').hidden; }})()"
+)
+
+
+def test_followers_and_a_late_joiner_see_the_presenters_story(browser, lesson_server, web) -> None:
+    """The presenter opens the One GPU story and moves through its chapters: the follower
+    shows the same chapter card (number, title, words) within seconds, a page that joins
+    late lands on the current chapter, and leaving the story takes the room back out."""
+    lead, follow = lead_and_follower(browser, web, lesson_server.url)
+    lead.evaluate("document.getElementById('story-open').click()")
+    wait(lead, STORY.format(n=1))
+    wait(follow, STORY.format(n=1), timeout=15_000)
+    for n in (2, 3):
+        lead.keyboard.press("PageDown")
+        wait(lead, STORY.format(n=n))
+        wait(follow, STORY.format(n=n), timeout=15_000)
+    shown = {
+        p: w.evaluate("window.trainingRun.story") for p, w in (("lead", lead), ("follow", follow))
+    }
+    assert shown["follow"]["title"] == shown["lead"]["title"], shown
+    assert shown["follow"]["chapterId"] == shown["lead"]["chapterId"] == "walls", shown
+    # The follower never re-plans the run: it says it follows the presenter's.
+    late = web.open_page(browser, lesson_server.url, "", viewport=VIEW).page
+    wait(late, READY + " && window.trainingRun.following")
+    wait(late, STORY.format(n=3), timeout=15_000)
+    assert late.evaluate("window.trainingRun.story.title") == shown["lead"]["title"]
+    lead.keyboard.press("Escape")
+    for page in (follow, late):
+        wait(
+            page,
+            "!window.trainingRun.story.chapter && document.getElementById('story-box').hidden",
+        )

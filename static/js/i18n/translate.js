@@ -166,14 +166,18 @@ function numberWriter(lang) {
     return formats.get(decimals);
   };
   const NUM = /(?<![\d.,:/\w])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d{4,})(?![\d:/]|[.,]\d)/g;
+  // The space the language puts before a percent sign ("99 %" in German and Spanish).
+  const parts = new Intl.NumberFormat(lang, { style: 'percent' }).formatToParts(0.5);
+  const pctGap = parts.find((p, i) => p.type === 'literal' && parts[i + 1]?.type === 'percentSign')?.value ?? '';
   return (text) => {
     const s = String(text);
     if (!/\d/.test(s) || /:\/\/|www\.|\?\w+=/.test(s)) return s;
-    return s.replace(NUM, (m) => {
+    const out = s.replace(NUM, (m) => {
       const decimals = m.includes('.') ? m.split('.')[1].length : 0;
       const v = Number(m.replace(/,/g, ''));
       return Number.isFinite(v) ? fmt(decimals).format(v) : m;
     });
+    return pctGap ? out.replace(/(\d)%/g, `$1${pctGap}%`) : out;
   };
 }
 

@@ -30,8 +30,8 @@ function isTyping(target) {
   return target instanceof Element && Boolean(target.closest('input, textarea, select, [contenteditable]'));
 }
 
-export function mountPresenter({ store, send, actions, overlays, getTour, getLabs, getStage }) {
-  const parts = createParts({ store, actions, getTour, getLabs, getStage });
+export function mountPresenter({ store, send, actions, overlays, getTour, getLabs, getStage, getStory }) {
+  const parts = createParts({ store, actions, getTour, getLabs, getStage, getStory });
   const link = readLink();
   applyHide(link.hide);
 

@@ -14,7 +14,7 @@ function same(a, b) {
   return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 }
 
-export function createParts({ store, actions, getTour, getLabs, getStage }) {
+export function createParts({ store, actions, getTour, getLabs, getStage, getStory }) {
   const defs = new Map();
   let pending = null; // {parts, since}: parts waiting for the page to be ready for them
   let timer = 0;
@@ -40,6 +40,28 @@ export function createParts({ store, actions, getTour, getLabs, getStage }) {
         return true;
       }
       return tour.goTo(Math.max(0, Math.min(tour.length - 1, Number(p.stop) || 0)), { reveal: p.revealed === true });
+    },
+  });
+
+  // ---- a guided story and its chapter (static/js/story/): the chapter's card, words,
+  // figure and camera come with it, as on the presenting page ----
+  defs.set('story', {
+    read() {
+      const s = store.state.story;
+      return s ? { id: s.id, chapter: s.chapter } : { id: null };
+    },
+    apply(p) {
+      const story = getStory?.();
+      if (!story) return false; // the page is still starting
+      if (!p.id) {
+        if (story.active) story.close();
+        return true;
+      }
+      const now = store.state.story;
+      const at = Math.max(1, Number(p.chapter) || 1);
+      if (now && now.id === p.id && now.chapter === at) return true;
+      story.open(String(p.id), at);
+      return true;
     },
   });
 

@@ -31,6 +31,7 @@ export function lazyStory(store, deps) {
 
   return {
     open: (id, at) => load().then((p) => p.open(id, at)),
+    close: () => player?.close(),
     fromUrl() {
       if (new URL(window.location.href).searchParams.has('story')) load().then((p) => p.fromUrl());
     },

@@ -8,7 +8,9 @@
 // small module of its own (static/js/story/NN-name.js: enter(ctx) -> {update(), leave()}).
 // Entering a chapter makes its run the live one: with control rights (loopback or the
 // presenter token) the page re-plans the run with a reset, as "swap it" does; a viewer
-// without them follows whatever the run is doing and is told so.
+// without them, or a page following the presenter, follows whatever the run is doing and is
+// told so. The presenter's chapter reaches the followers as the `story` part
+// (presenter/parts.js).
 
 import { fillTemplate } from '../ui/live.js';
 import { PENDING, storyValues } from './values.js';
@@ -67,7 +69,9 @@ export function mountStory(store, { getStage, actions, labels }) {
 
   const chapter = () => story?.chapters?.[index] ?? null;
   const want = () => (chapter() ? story.runs[chapter().run] : null);
-  const canControl = () => (actions?.canControl ? actions.canControl() : store.state.hello?.can_control !== false);
+  // A page following the presenter leaves the run to the presenter, rights or not.
+  const canControl = () => !store.state.following
+    && (actions?.canControl ? actions.canControl() : store.state.hello?.can_control !== false);
   const liveKey = () => {
     if (!story) return null;
     const hello = store.state.hello;

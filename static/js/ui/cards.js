@@ -2,7 +2,7 @@
 // why training a model needs it (also scene data), then the live numbers that part is
 // responsible for, refreshed on every step while the card is open.
 
-import { el, fmtBytes, fmtInt, fmtLoss } from './format.js';
+import { el, fmtBytes, fmtCount, fmtInt, fmtLoss } from './format.js';
 import { lastProbe, liveValues } from './live.js';
 
 // Part ids by number, in case a scene names its parts differently.
@@ -12,6 +12,7 @@ function liveFacts(kind, store) {
   const s = store.state;
   const v = liveValues(store);
   const step = s.step;
+  const cfg = s.hello?.config;
   switch (kind) {
     case 'datalake':
       return [
@@ -30,7 +31,7 @@ function liveFacts(kind, store) {
     case 'gpus': {
       const m = step?.memory?.[0];
       return [
-        ['GPUs', `${v.gpus} (${v.servers} servers × ${v.gpus_per_server})`],
+        ['GPUs', `${v.gpus} (${fmtCount(s.hello?.topology?.servers?.length ?? cfg?.servers, 'server')} × ${v.gpus_per_server})`],
         ['memory used per GPU', m ? [fmtBytes(m.total), ' of ', fmtBytes(m.capacity)] : '–'],
         ['of which weights / grads / optimizer', m ? `${fmtBytes(m.weights)} / ${fmtBytes(m.grads)} / ${fmtBytes(m.optimizer)}` : '–'],
         ['down right now', s.failedGpus.size ? [...s.failedGpus].join(', ') : 'none'],
@@ -65,7 +66,7 @@ function liveFacts(kind, store) {
         ['last saved step', v.checkpoint_step],
         ['size', v.checkpoint_bytes],
         ['kept on disk', v.checkpoints],
-        ['saved every', `${v.checkpoint_every} steps`],
+        ['saved every', fmtCount(cfg?.checkpoint_every, 'step')],
         ['rollbacks so far', v.restarts],
       ];
     default:

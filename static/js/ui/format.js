@@ -6,6 +6,14 @@ export function fmtInt(n) {
   return Math.round(Number(n)).toLocaleString('en-US');
 }
 
+const EN_PLURAL = new Intl.PluralRules('en-US');
+
+/** A count and its noun agreeing in number: "1 GPU", "2 GPUs", "1,024 steps". The page
+ * writes English; the translator puts each form into the page's language. */
+export function fmtCount(n, one, other = `${one}s`) {
+  return `${fmtInt(n)} ${EN_PLURAL.select(Math.round(Number(n))) === 'one' ? one : other}`;
+}
+
 export function fmtLoss(x) {
   if (x === null || x === undefined || !Number.isFinite(x)) return '–';
   return x.toFixed(3);

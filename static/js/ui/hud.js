@@ -23,7 +23,7 @@
 
 import { TraceView } from '../scene/trace.js';
 import { activeFaults } from '../store.js';
-import { el, fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds, fmtSpeed } from './format.js';
+import { el, fmtBytes, fmtCount, fmtInt, fmtLoss, fmtRate, fmtSeconds, fmtSpeed } from './format.js';
 
 // The groups that move data between GPUs and add to the step (app/engine/lens.py COMMUNICATION).
 const COMMUNICATION = ['tensor', 'experts', 'allreduce'];
@@ -415,7 +415,7 @@ export function mountHud(store) {
     const live = h?.config?.gpus;
     const keep = lensGpus.value;
     lensGpus.replaceChildren(
-      el('option', { value: String(live ?? ''), text: `this cluster (${fmtInt(live)} GPUs)` }),
+      el('option', { value: String(live ?? ''), text: `this cluster (${fmtCount(live, 'GPU')})` }),
       ...LENS_GPUS.filter((n) => n !== live).map((n) => el('option', { value: String(n), text: `${fmtInt(n)} GPUs` })),
     );
     const lens = store.state.lens;

@@ -4,9 +4,16 @@
 // The names and what each means are listed once, in app/scenes.py (CAPTION_PLACEHOLDERS),
 // which the page also receives as the scene's `placeholders`; liveValues gives a value for
 // exactly those names (tests/web/test_ui_live.py checks both ways).
+//
+// Some values do not exist yet early in a run (no checkpoint saved, no probe asked): liveValues
+// lists them under the NOT_YET symbol, and a text that quotes one says its "not yet" words
+// instead (fillTemplate's third argument), never "Step none yet".
 
 import { TraceView } from '../scene/trace.js';
 import { fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds } from './format.js';
+
+/** The key, on liveValues' answer, of the Set of names whose values do not exist yet. */
+export const NOT_YET = Symbol('notYet');
 
 function lastCheckpoint(state) {
   const ok = (state.checkpoints ?? []).filter((c) => c.ok !== false);
@@ -34,7 +41,11 @@ export function liveValues(store) {
   const tps = store.tokensPerSecond();
   const simTps = step?.sim_step_s > 0 ? step.tokens / step.sim_step_s : null;
   const seconds = groupSeconds(step, hello);
+  const notYet = new Set();
+  if (!ckpt) notYet.add('checkpoint_step').add('checkpoint_bytes');
+  if (!top) notYet.add('top_word').add('top_p');
   return {
+    [NOT_YET]: notYet,
     step: fmtInt(s.status?.step ?? step?.step),
     epoch: fmtInt(step?.epoch ?? s.status?.epoch),
     loss: fmtLoss(step?.loss ?? s.status?.loss),
@@ -109,8 +120,19 @@ export function rememberProbe(store) {
   });
 }
 
-/** Fill "{loss}"-style placeholders; unknown names stay visible as a dash, not as braces. */
-export function fillTemplate(template, values) {
+/** The {names} a template quotes. */
+export function quoted(template) {
+  return [...String(template ?? '').matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+}
+
+/** Fill "{loss}"-style placeholders; unknown names stay visible as a dash, not as braces.
+ * A template that quotes a value which does not exist yet (values[NOT_YET]) gives `notYet`
+ * filled in instead, when there is one. */
+export function fillTemplate(template, values, notYet = '') {
+  const missing = values?.[NOT_YET];
+  if (notYet && missing?.size && quoted(template).some((n) => missing.has(n))) {
+    return fillTemplate(notYet, values);
+  }
   return String(template ?? '').replace(/\{(\w+)\}/g, (_, name) =>
     name in values ? String(values[name]) : '–',
   );

@@ -4,7 +4,7 @@
 // answer (a new hello, or an error naming the rule) closes the panel or is shown in it.
 
 import { NEEDS_PRESENTER } from './actions.js';
-import { el, fmtInt } from './format.js';
+import { el, fmtCount, fmtInt } from './format.js';
 
 // The server's hardware presets (app/engine/timing.py PRESETS); it refuses any other name.
 const PRESETS = [
@@ -81,7 +81,7 @@ export function mountSettings(store, { actions }) {
     }
     const each = choice.gpus / choice.servers;
     const slow = choice.gpus > SLOW_GPUS ? ' This computer does every GPU’s work itself, so a cluster this big steps slowly.' : '';
-    why.textContent = `${fmtInt(choice.gpus)} GPUs on ${fmtInt(choice.servers)} server${choice.servers === 1 ? '' : 's'}: ${fmtInt(each)} per server.${slow}`;
+    why.textContent = `${fmtCount(choice.gpus, 'GPU')} on ${fmtCount(choice.servers, 'server')}: ${fmtInt(each)} per server.${slow}`;
   }
 
   function fill() {

@@ -63,9 +63,9 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     const ask = stop.ask;
     const text = ask
       ? revealed
-        ? `${word('answer')}: ${fillTemplate(ask.answer, values)} ${fillTemplate(stop.caption, values)}`
+        ? `${word('answer')}: ${fillTemplate(ask.answer, values, ask.answer_not_yet)} ${fillTemplate(stop.caption, values, stop.caption_not_yet)}`
         : `${word('predict')}: ${fillTemplate(ask.question, values)} (${word('predictHint')})`
-      : fillTemplate(stop.caption, values);
+      : fillTemplate(stop.caption, values, stop.caption_not_yet);
     box.classList.toggle('asking', Boolean(ask) && !revealed);
     conceal(ask && !revealed ? ask.conceals : null);
     if (caption.textContent !== text) caption.textContent = text;

@@ -7,6 +7,7 @@
 // The state is store.state.fieldGpus (null = the live scene). Every figure in the note comes
 // from fieldPlan (plan.js) and the live run's topology, never typed in here.
 
+import { fmtCount } from '../../ui/format.js';
 import { MAX_GPUS, MIN_GPUS, PRESETS, fieldPlan, parseGpus } from './plan.js';
 
 const fmt = (n) => Number(n).toLocaleString('en-US');
@@ -153,7 +154,7 @@ export function mountScaleField({ store, getStage }) {
     const b = info.beacon;
     show(tag, b.visible);
     if (b.visible) {
-      write(tag, `live: ${fmt(info.plan.live)} GPUs training`);
+      write(tag, `live: ${fmtCount(info.plan.live, 'GPU')} training`);
       tag.style.transform = `translate(${b.x}px, ${b.y}px) translate(-50%, -120%)`;
     }
     // Each tier of the network named where it floats (hidden when off screen).
