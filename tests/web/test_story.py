@@ -255,11 +255,15 @@ def test_a_viewer_without_rights_follows_the_run(browser, tmp_path, web) -> None
         s = story(page)
         assert s["run"] == "dp2" and s["liveRun"] != "dp2"
         assert "You follow the run" in s["note"] and s["pending"] is None
+        pressed_at = page.evaluate("window.trainingRun.step")
         page.keyboard.press(" ")  # "Copy the model onto a second GPU": not this viewer's to do
         page.wait_for_function("window.trainingRun.story.note.includes('Only the presenter')")
         # Nothing to wait for: the check is that no reset comes.
         page.wait_for_timeout(1500)
         assert page.evaluate("window.trainingRun.runId") == run_id
+        # and the refusal stays said while the run goes on (steps re-render the chapter).
+        assert page.evaluate("window.trainingRun.step") > pressed_at
+        assert "Only the presenter" in story(page)["note"]
         assert page.evaluate("window.trainingRun.gpus") == 1
         assert watch.errors == [], watch.errors
         if shots := shots_dir():

@@ -62,6 +62,7 @@ export function mountStory(store, { getStage, actions, labels }) {
   let entering = 0; // bumps on every chapter change, so a late module load is dropped
   let pending = null; // {key, runId}: a reset sent for this run key, its hello not here yet
   let refused = '';
+  let notYours = ''; // a "do it" this page may not do, said until the chapter changes
   let deferred = null; // {fresh}: a run asked for before the hello said who may change it
   let drift = null;
   const memo = {}; // per run key: what the run measured while it was live {memory, sim_step, bubble}
@@ -139,6 +140,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     const ch = chapter();
     if (!ch) return '';
     if (refused) return `The run could not be changed for this chapter: ${refused}`;
+    if (notYours) return notYours;
     if (!store.state.hello) return 'Connecting to the run…';
     if (runMatches(store.state.hello, want())) return '';
     if (!canControl()) return 'You follow the run: only the presenter can change it, so this chapter shows what the run is doing now.';
@@ -248,6 +250,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     els.figure.replaceChildren();
     els.figure.hidden = true;
     index = Math.max(0, Math.min(story.chapters.length - 1, i));
+    notYours = '';
     const ch = chapter();
     const my = ++entering;
     store.set('story', { id: story.id, chapter: index + 1, chapters: story.chapters.length });
@@ -277,8 +280,9 @@ export function mountStory(store, { getStage, actions, labels }) {
     const ch = chapter();
     if (!ch?.do) return false;
     if (ch.do.action !== 'oom' && !canControl()) {
-      els.note.hidden = false;
-      els.note.textContent = 'Only the presenter can change the run: you follow along with what it is doing.';
+      // Said until the chapter changes: the next step's render keeps it.
+      notYours = 'Only the presenter can change the run: you follow along with what it is doing.';
+      render();
       return true;
     }
     if (ch.do.action === 'speed_max') actions.setSpeed('max');
@@ -318,6 +322,8 @@ export function mountStory(store, { getStage, actions, labels }) {
       console.warn('the story could not be loaded', err);
       return false;
     }
+    // Already there (the address and a lesson link or the presenter may both ask): stay.
+    if (active && story.id === id && index === at - 1) return true;
     actions?.escape?.(); // the tour and any panel make way
     active = true;
     box.hidden = false;
