@@ -121,8 +121,10 @@ def _quoted(v: str) -> set[str]:
 def _check_not_yet(text: str, not_yet: str, what: str) -> None:
     waits = sorted(_quoted(text) & NOT_YET_PLACEHOLDERS)
     if waits and not not_yet:
-        raise ValueError(f"{what} quotes {waits}, which a new run does not have yet: "
-                         f"give {what}_not_yet words for that moment")
+        raise ValueError(
+            f"{what} quotes {waits}, which a new run does not have yet: "
+            f"give {what}_not_yet words for that moment"
+        )
     if _quoted(not_yet) & NOT_YET_PLACEHOLDERS:
         raise ValueError(f"{what}_not_yet must not quote {sorted(NOT_YET_PLACEHOLDERS)}")
 
