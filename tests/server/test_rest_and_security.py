@@ -41,6 +41,7 @@ def test_rest_endpoints_and_pages(live_server) -> None:
     page = get("/", headers={"Accept-Encoding": "gzip"})
     assert page.status_code == 200 and "html" in page.headers["content-type"]
     assert page.headers["cache-control"] == "no-cache"
+    assert "server" not in page.headers  # no server name on each of the page's many files
     three = get("/static/vendor/three/build/three.module.js", headers={"Accept-Encoding": "gzip"})
     if three.status_code == 404:  # vendor layout differs: find any vendored module
         pytest.fail("three.js is not served at /static/vendor/three/build/three.module.js")
