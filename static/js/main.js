@@ -19,7 +19,7 @@ import { rememberProbe } from './ui/live.js';
 import { createOverlays } from './ui/overlays.js';
 import { mountProbe } from './ui/probe.js';
 import { mountRewind } from './ui/rewind.js';
-import { mountProjector } from './ui/projector.js';
+import { mountDrawer, mountProjector, watchCompact } from './ui/projector.js';
 import { mountSettings } from './ui/settings.js';
 import { mountToolbar } from './ui/toolbar.js';
 import { mountTour } from './ui/tour.js';
@@ -109,6 +109,8 @@ function main() {
   // Seven labels pile up on a phone's narrow scene: they start off there (L brings them back).
   if (window.matchMedia?.(PHONE).matches) store.set('labels', false);
   mountHud(store);
+  watchCompact(store);
+  mountDrawer(store, document.querySelector('.time-panel'), { label: 'One step, simulated' });
   keepClear('.time-panel', '.chart-panel');
   keepBelowTopBar();
   mountAttach(store); // an attached real job: waiting box, "measured on your cluster"

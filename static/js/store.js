@@ -50,6 +50,7 @@ function initialState() {
     tourAuto: false, // the tour moves on by itself (else each stop waits for the next press)
     tourMore: false, // the current stop's longer "more" text is unfolded
     menuOpen: false, // the toolbar's menu is open (narrow screens fold controls into it)
+    compact: false, // room is short (a projector-sized screen, or projector mode): drawers fold (ui/projector.js)
     newRunOpen: false, // the "new run" settings panel is open
     howBigOpen: false, // the "how big is a real run?" box is open
     card: null, // id of the part whose card is open

@@ -194,6 +194,9 @@ def test_the_hud_plan_card_shows_the_plan_its_bubble_and_traffic(
         page = w.page
         web.wait_stage(page)
         page.wait_for_function("window.trainingRun.planStats !== null", timeout=30_000)
+        # Where room is short the step panel is a drawer: the plan card is read opened.
+        if page.evaluate("document.querySelector('.time-panel').classList.contains('folded')"):
+            page.locator(".time-panel .drawer-toggle").click()
         hud = page.evaluate(READ_HUD)
         assert not hud["hidden"]
         assert hud["layout"].endswith("2 copies × 2-way tensor split × 2 pipeline stages")

@@ -146,6 +146,8 @@ def test_scale_control_note_and_keys(browser, server, web):
         problem = page.locator(".field-problem").inner_text()
         assert "?gpus=5" in problem and "from 8 to 131,072" in problem
         assert not page.evaluate(f"{FIELD}.on")
+        # The chooser is a drawer on this size of screen, opened by the refusal to say why.
+        assert page.locator(".field-problem").is_visible()
         page.click(".field-presets button[data-gpus='512']")
         page.wait_for_function(f"{FIELD}.on && {FIELD}.plan.gpus === 512", timeout=60_000)
         page.fill("#field-gpus", "200000")

@@ -14,7 +14,9 @@ import pytest
 TRAINS = True
 
 # Every button of the toolbar, the labs' included (they arrive a moment after the page).
-BUTTONS = """() => [...document.querySelectorAll('#toolbar button')].map((b) => {
+# (a button marked hidden is not offered at all: the join code's while nobody presents)
+BUTTONS = """() => [...document.querySelectorAll('#toolbar button')]
+  .filter((b) => !b.hidden).map((b) => {
   const r = b.getBoundingClientRect();
   const s = getComputedStyle(b);
   const seen = b.checkVisibility({ checkVisibilityCSS: true, visibilityProperty: true });
@@ -239,6 +241,10 @@ def test_projector_small_print_reads_from_the_back(page_at, web) -> None:
     page.wait_for_function("window.trainingRun.step > 0")
     page.wait_for_function("document.querySelectorAll('#probe-bars li').length > 0")
     page.wait_for_function("document.getElementById('time-assumption').textContent !== ''")
+    # In projector mode the step panel is a drawer (folded off the scene's labels): its small
+    # print is read with the drawer open, as a teacher opens it to talk about the step.
+    assert page.evaluate("document.querySelector('.time-panel').classList.contains('folded')")
+    page.locator(".time-panel .drawer-toggle").click()
     for sel in SMALL_PRINT:
         sizes = page.evaluate(
             """(sel) => [...document.querySelectorAll(sel)]

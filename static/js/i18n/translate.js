@@ -166,7 +166,7 @@ function numberWriter(lang) {
     return formats.get(decimals);
   };
   const NUM = /(?<![\d.,:/\w])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d{4,})(?![\d:/]|[.,]\d)/g;
-  // The space the language puts before a percent sign ("99 %" in German and Spanish).
+  // "99 %" in German and Spanish
   const parts = new Intl.NumberFormat(lang, { style: 'percent' }).formatToParts(0.5);
   const pctGap = parts.find((p, i) => p.type === 'literal' && parts[i + 1]?.type === 'percentSign')?.value ?? '';
   return (text) => {

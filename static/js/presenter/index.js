@@ -66,6 +66,23 @@ export function mountPresenter({ store, send, actions, overlays, getTour, getLab
   bar.prepend(badge); // at the top of the right-hand column, clear of the panels on the left
   document.body.append(bar);
 
+  // Compact (ui/projector.js): the buttons go in the toolbar's menu, the count stays here.
+  const row = bar.querySelector('.presenter-row');
+  function dock() {
+    const menu = document.getElementById('tb-more');
+    const inMenu = Boolean(store.state.compact && menu);
+    row.classList.toggle('group', inMenu);
+    if (inMenu && row.parentElement !== menu) {
+      menu.append(row);
+      join.before(count);
+    } else if (!inMenu && row.parentElement !== bar) {
+      join.before(row);
+      joinToggle.before(count);
+    }
+  }
+  store.on('change:compact', dock);
+  dock();
+
   // What sits above the bar's corner: the top bar and the colour key (whatever rows they wrap
   // onto), and the scale panel where it docks in the top right.
   const ABOVE = ['.topbar', '#colour-key', '#field-panel'];

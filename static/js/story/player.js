@@ -8,9 +8,7 @@
 // small module of its own (static/js/story/NN-name.js: enter(ctx) -> {update(), leave()}).
 // Entering a chapter makes its run the live one: with control rights (loopback or the
 // presenter token) the page re-plans the run with a reset, as "swap it" does; a viewer
-// without them, or a page following the presenter, follows whatever the run is doing and is
-// told so. The presenter's chapter reaches the followers as the `story` part
-// (presenter/parts.js).
+// without them, or a follower (presenter/parts.js `story`), is told it follows the run.
 
 import { fillTemplate } from '../ui/live.js';
 import { PENDING, storyValues } from './values.js';

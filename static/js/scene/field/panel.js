@@ -7,6 +7,7 @@
 // The state is store.state.fieldGpus (null = the live scene). Every figure in the note comes
 // from fieldPlan (plan.js) and the live run's topology, never typed in here.
 
+import { mountDrawer } from '../../ui/projector.js';
 import { fmtCount } from '../../ui/format.js';
 import { MAX_GPUS, MIN_GPUS, PRESETS, fieldPlan, parseGpus } from './plan.js';
 
@@ -61,6 +62,7 @@ export function mountScaleField({ store, getStage }) {
   note.hidden = true;
   panel.append(head, presets, custom, problem, note);
   document.body.append(panel);
+  const drawer = mountDrawer(store, panel, { label: 'Scale', head });
 
   const tag = el('div', { class: 'field-live-tag', id: 'field-live-tag', 'aria-hidden': 'true' });
   tag.hidden = true;
@@ -203,7 +205,10 @@ export function mountScaleField({ store, getStage }) {
   store.on('hello', () => reflect());
 
   const fromAddress = new URL(window.location.href).searchParams.get('gpus');
-  if (fromAddress !== null && !set(fromAddress)) problem.textContent = `?gpus=${fromAddress}: ${problem.textContent}`;
+  if (fromAddress !== null && !set(fromAddress)) {
+    problem.textContent = `?gpus=${fromAddress}: ${problem.textContent}`;
+    drawer?.open(); // a refused address says why, drawer or not
+  }
   reflect();
 
   return {

@@ -1,0 +1,88 @@
+"""The room's layout at the sizes a class meets (a 1024x768 projector, a 1366x768 laptop, a
+1920x1080 screen) in every language and in projector mode: no numbered label sits under a
+panel, the step panel is a drawer folded to its heading and bar where room is short (and
+opens with its button), and Present / Copy link sit in the "more" menu instead of on the
+scene. Screenshots of each size land in tests/web/screenshots (room_<lang>_<w>x<h>.png)."""
+
+from __future__ import annotations
+
+import pytest
+
+VIEWPORT = {"width": 1024, "height": 768}
+SIZES = ((1024, 768), (1366, 768), (1920, 1080))
+
+# Every numbered label against every panel that shows: the boxes in CSS pixels.
+OVERLAPS = """() => {
+  const shown = (el) => {
+    if (!el || el.closest('[hidden]')) return false;
+    const s = getComputedStyle(el);
+    const r = el.getBoundingClientRect();
+    return s.display !== 'none' && s.visibility !== 'hidden' && r.width > 0 && r.height > 0;
+  };
+  const box = (el) => {
+    const r = el.getBoundingClientRect();
+    return { l: r.left, t: r.top, r: r.right, b: r.bottom };
+  };
+  const name = (el) => el.id ? `#${el.id}` : `.${[...el.classList].join('.')}`;
+  const panels = [...document.querySelectorAll(
+    'section.panel, #field-panel, .presenter-bar > *, .presenter-row > *, .topbar, #legend,'
+    + ' #colour-key, .tour-box, .story-box'
+  )].filter(shown).map((el) => ({ name: name(el), ...box(el) }));
+  const labels = [...document.querySelectorAll('#labels .label')].filter(shown)
+    .map((el) => ({ name: el.textContent.trim(), ...box(el) }));
+  const cut = (a, b) => a.l < b.r - 1 && b.l < a.r - 1 && a.t < b.b - 1 && b.t < a.b - 1;
+  const hits = [];
+  for (const l of labels) {
+    for (const p of panels) if (cut(l, p)) hits.push(`${l.name} under ${p.name}`);
+  }
+  return { hits, labels: labels.length };
+}"""
+
+
+@pytest.mark.parametrize(
+    ("lang", "theme"), [("en", ""), ("de", ""), ("es", ""), ("en", "projector")]
+)
+def test_no_label_sits_under_a_panel_at_the_rooms_sizes(page_at, web, lang, theme) -> None:
+    w = page_at(f"?lang={lang}" + (f"&{theme}" if theme else ""))
+    page = w.page
+    web.wait_stage(page)
+    for width, height in SIZES:
+        if page.viewport_size != {"width": width, "height": height}:
+            since = web.tr(page, "frames")
+            page.set_viewport_size({"width": width, "height": height})
+            web.drawn(page, since)
+        web.settled(page)
+        got = page.evaluate(OVERLAPS)
+        web.screenshot(page, f"room_{lang}{theme and '_' + theme}_{width}x{height}")
+        assert got["labels"] == 7, (width, height, got)
+        assert got["hits"] == [], (lang, theme, width, height, got["hits"])
+    assert w.errors == [], w.errors
+
+
+def test_the_step_panel_is_a_drawer_and_present_sits_in_the_menu(page_at, web) -> None:
+    w = page_at("")
+    page = w.page
+    web.wait_stage(page)
+    folded = "document.querySelector('.time-panel').classList.contains('folded')"
+    assert page.evaluate(folded)
+    # Folded, it keeps its heading and the bar; the lens and the plan wait in the drawer.
+    assert page.locator(".time-panel .panel-head h2").is_visible()
+    assert page.locator("#timebar").is_visible()
+    assert not page.locator("#lens-model").is_visible()
+    page.locator(".time-panel .drawer-toggle").click()
+    assert not page.evaluate(folded)
+    assert page.locator("#lens-model").is_visible()
+    assert page.locator(".time-panel .drawer-toggle").get_attribute("aria-expanded") == "true"
+    # Present and Copy link: in the menu, not on the scene.
+    assert not page.locator(".present-btn").is_visible()
+    assert page.evaluate("!!document.querySelector('#tb-more .copy-link')")
+    page.locator("#btn-menu").click()
+    assert page.locator(".present-btn").is_visible() and page.locator(".copy-link").is_visible()
+    # On a wide screen the panel is open, its button gone, and the buttons back in the corner.
+    page.keyboard.press("Escape")
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    page.wait_for_function(f"!{folded} && !document.body.classList.contains('compact')")
+    assert not page.locator(".time-panel .drawer-toggle").is_visible()
+    page.wait_for_function("!!document.querySelector('#presenter .copy-link')", timeout=10_000)
+    assert page.locator(".copy-link").is_visible()
+    assert w.errors == [], w.errors
