@@ -200,7 +200,9 @@ function main() {
     const canvas = document.getElementById('stage');
     let created;
     try {
-      created = createStage(canvas, { spec, topology: hello.topology, store });
+      // ?draw=0: no WebGL draws (scene/loop.js)
+      const draw = new URL(window.location.href).searchParams.get('draw') !== '0';
+      created = createStage(canvas, { spec, topology: hello.topology, store, draw });
     } catch (err) {
       created = { ok: false, error: err };
     }

@@ -88,6 +88,9 @@ def walk_main(page, into: dict[str, str], parts: tuple[str, ...]) -> None:
     page.wait_for_function("window.trainingRun.step > 0", timeout=120_000)
     page.wait_for_function("window.trainingRun.stageReady", timeout=120_000)
     quiet(page)
+    # The walk reads words: the page runs everything but the WebGL draw (?draw=0).
+    debug = page.evaluate("window.trainingRun.stageDebug")
+    assert debug["frames"] > 0 and debug["drawCalls"] == 0, debug
     _collect(page, into)
     if "panels" in parts:
         for key in ("?", "Escape"):
@@ -160,14 +163,14 @@ def walk(
 ) -> dict[str, str]:
     """Every miss seen, text -> where on the page."""
     into: dict[str, str] = {}
-    view = {"width": 1280, "height": 800}
+    view = {"width": 1280, "height": 800}  # where every toolbar button has its place
     if {"page", "tour", "labs", "panels", "present"} & set(parts):
         ctx = browser.new_context(viewport=view)
-        walk_main(_open(ctx, f"{rights_url}/?lang={lang}"), into, parts)
+        walk_main(_open(ctx, f"{rights_url}/?lang={lang}&draw=0"), into, parts)
         ctx.close()
     if "story" in parts and viewer_url:
         ctx = browser.new_context(viewport=view)
-        walk_story(_open(ctx, f"{viewer_url}/?lang={lang}&story=one-gpu&chapter=1"), into)
+        walk_story(_open(ctx, f"{viewer_url}/?lang={lang}&draw=0&story=one-gpu&chapter=1"), into)
         ctx.close()
     if "sheet" in parts:
         for copy in ("/sheet", "/sheet/teacher"):

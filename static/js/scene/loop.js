@@ -15,6 +15,10 @@
 //   debug     counters the parts fill in for observers (activeGpus, pulses, slices, ...)
 // Observers: onUpdate(fn) gets that frame after the parts have updated from it (read it, do
 // not change it); onFrame(fn) gets {frames, drawCalls} after each drawn frame.
+//
+// `draw: false` (the page's `?draw=0`, for tests that read the page's words and state, never
+// its pixels) runs every update as usual and skips only the WebGL draw: on a machine that
+// renders on the CPU the draw is most of a frame's cost.
 
 function notify(fns, arg, what) {
   for (const fn of fns) {
@@ -38,7 +42,7 @@ function subscribe(fns, fn) {
  *   animateCamera(now, dt) -> true while the camera moves
  *   parts() -> the built parts, each with update(frame, dt) -> true while it still animates
  */
-export function createLoop({ renderer, scene, camera, store, look, playback, staging, animateCamera, parts }) {
+export function createLoop({ renderer, scene, camera, store, look, playback, staging, animateCamera, parts, draw = true }) {
   let dirty = true;
   let frames = 0;
   let lastT = performance.now();
@@ -104,7 +108,7 @@ export function createLoop({ renderer, scene, camera, store, look, playback, sta
 
     if (!animating && !dirty) return;
     dirty = false;
-    renderer.render(scene, camera);
+    if (draw) renderer.render(scene, camera);
     frames += 1;
     notify(frameFns, { frames, drawCalls: renderer.info.render.calls }, 'onFrame');
   }

@@ -4,7 +4,7 @@
 // highlight outline (highlight.js).
 //
 // API (the UI calls this; extended compatibly, additions marked +):
-//   const stage = createStage(canvas, { spec, topology, store })
+//   const stage = createStage(canvas, { spec, topology, store, +draw (false: no WebGL draws) })
 //   stage.setView(n 0..4, {instant}) rotate(dAz, dPolar) zoom(factor) reset()
 //   stage.flyTo({position, target}, seconds) setExploded(bool) setSignal(bool) setSpin(bool)
 //   stage.setReducedMotion(bool) setTheme('default'|'projector') highlight(partId|null)
@@ -80,7 +80,7 @@ function noopStage(error) {
   };
 }
 
-export function createStage(canvas, { spec, topology, store }) {
+export function createStage(canvas, { spec, topology, store, draw = true }) {
   let renderer;
   try {
     renderer = createRenderer(canvas);
@@ -150,6 +150,7 @@ export function createStage(canvas, { spec, topology, store }) {
     staging,
     animateCamera: rig.advance,
     parts: () => (scale.part ? [...scenery.parts(), scale.part] : scenery.parts()),
+    draw,
   });
   const caption = mountSlowCaption(store);
   const offCaption = loop.onUpdate((frame) => caption.update(frame));
