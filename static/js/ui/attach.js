@@ -5,7 +5,7 @@
 // cluster, not simulated: the tagline and a badge by the stats (the HUD says it over the step's
 // times); the probe panel and the model lens, which only the built-in model has, step aside.
 
-import { el, fmtInt } from './format.js';
+import { el, fmtCount, fmtInt } from './format.js';
 
 export const MEASURED = 'measured on your cluster';
 
@@ -67,7 +67,7 @@ export function mountAttach(store) {
     if (tagline && tagline.textContent !== line) tagline.textContent = line;
     if (measured) {
       const a = hello.attached ?? {};
-      badge.title = `${fmtInt(a.world_size)} ranks on ${fmtInt(a.nodes)} ${a.nodes === 1 ? 'machine' : 'machines'} (${(a.hosts ?? []).join(', ')}), ${a.backend} on ${a.device}`;
+      badge.title = `${fmtInt(a.world_size)} ranks on ${fmtCount(a.nodes, 'machine')} (${(a.hosts ?? []).join(', ')}), ${a.backend} on ${a.device}`;
     }
   }
 

@@ -40,7 +40,7 @@ function liveFacts(kind, store) {
     case 'fabric': {
       const links = step?.ring?.links ?? [];
       const facts = [['switches', `${v.leaves} leaf · ${v.spines} spine`]];
-      for (const l of links) facts.push([`${l.kind} traffic this step`, `${fmtBytes(l.bytes)} over ${l.hops} hop${l.hops === 1 ? '' : 's'}`]);
+      for (const l of links) facts.push([`${l.kind} traffic this step`, `${fmtBytes(l.bytes)} over ${fmtCount(l.hops, 'hop')}`]);
       return facts;
     }
     case 'ring':

@@ -6,6 +6,7 @@
 // data-lost-bands (JSON) for tests and tools.
 
 import { tr } from '../i18n/lang.js';
+import { fmtCount } from './format.js';
 
 const COLORS = {
   default: {
@@ -239,7 +240,7 @@ export function mountChart(store, canvas) {
     const latest = hist[hist.length - 1];
     let said = `Loss over steps ${minStep} to ${maxStep}; latest ${latest.loss.toFixed(3)} at step ${latest.step}.`;
     if (marks.length) said += ` Rolled back to step ${marks.join(', step ')}.`;
-    for (const b of bands) said += ` ${b.lost} step${b.lost === 1 ? '' : 's'} lost after step ${b.fromStep}.`;
+    for (const b of bands) said += ` ${fmtCount(b.lost, 'step')} lost after step ${b.fromStep}.`;
     canvas.setAttribute('aria-label', said);
     const shown = marks.slice(-3);
     shown.forEach((m, i) => {
@@ -262,7 +263,7 @@ export function mountChart(store, canvas) {
       const band = bands.find((b) => b.fromStep === m);
       // Words drawn on the canvas: the translator cannot see them, so they are put into the
       // page's language here (and measured as they will be drawn).
-      const label = tr(band ? `rolled back to step ${m}: ${band.lost} step${band.lost === 1 ? '' : 's'} lost` : `rolled back to step ${m}`);
+      const label = tr(band ? `rolled back to step ${m}: ${fmtCount(band.lost, 'step')} lost` : `rolled back to step ${m}`);
       const tw = ctx.measureText(label).width;
       const tx = xx + r + 4 + tw > pad.l + w ? xx - r - 4 - tw : xx + r + 4;
       // A dark backing so the words read over the live line.

@@ -9,7 +9,7 @@
 
 import { activeFaults } from '../store.js';
 import { NEEDS_PRESENTER } from './actions.js';
-import { el, fmtInt, fmtSeconds } from './format.js';
+import { el, fmtCount, fmtInt, fmtSeconds } from './format.js';
 
 /** Each kind: what the menu calls it, what it does in one line, and what its target is. */
 export const FAULTS = [
@@ -78,7 +78,7 @@ export function mountFaults(store, { send, overlays }) {
   const targetLabel = el('span', { text: 'GPU' });
   const target = el('select', { id: 'fault-target' });
   const steps = el('select', { id: 'fault-steps', 'aria-label': 'Steps it lasts' });
-  for (const n of STEPS) steps.append(el('option', { value: String(n), text: `${n} step${n === 1 ? '' : 's'}` }));
+  for (const n of STEPS) steps.append(el('option', { value: String(n), text: fmtCount(n, 'step') }));
   steps.value = '3';
   const go = el('button', { type: 'button', class: 'danger primary', id: 'fault-go', text: 'inject', onclick: inject });
   const close = el('button', { type: 'button', class: 'close', 'aria-label': 'Close', text: '×', onclick: () => store.set('faultsOpen', false) });

@@ -1,7 +1,7 @@
 // Things laid over the scene: toasts (failures, refused controls, saves), the
 // "Connection lost — reconnecting…" overlay and the no-WebGL message.
 
-import { el } from './format.js';
+import { el, fmtCount } from './format.js';
 
 const TOAST_MS = 6000;
 const MAX_TOASTS = 4;
@@ -30,7 +30,7 @@ export function createOverlays(store) {
     clearTimeout(flushTimer);
     let msg = `GPU ${p.gpu} failed at step ${p.step}`;
     if (p.restored !== undefined) {
-      msg += ` — rolled back to step ${p.restored} (${p.lost} step${p.lost === 1 ? '' : 's'} lost)`;
+      msg += ` — rolled back to step ${p.restored} (${fmtCount(p.lost, 'step')} lost)`;
     }
     if (p.replaced) msg += ', GPU replaced';
     toast(msg, 'failure', 9000);

@@ -88,10 +88,10 @@ export function mountScaleField({ store, getStage }) {
     if (plan.tiers >= 3) counts.push(`${fmt(plan.cores)} core`);
     note.replaceChildren(
       el('p', { class: 'field-big' }, `${fmt(plan.gpus)} GPUs`),
-      el('p', { class: 'field-counts' }, `${fmt(plan.servers)} servers of ${plan.perServer} · ${fmt(plan.racks)} racks of ${plan.serversPerRack} servers · ${fmt(plan.pods)} ${plan.pods === 1 ? 'pod' : 'pods'}`),
+      el('p', { class: 'field-counts' }, `${fmt(plan.servers)} servers of ${plan.perServer} · ${fmt(plan.racks)} racks of ${plan.serversPerRack} servers · ${fmtCount(plan.pods, 'pod')}`),
       el('p', { class: 'field-live' }, `Only the ${fmt(plan.live)} GPUs under the beam train for real. The other ${fmt(plan.mirrored)} mirror them: they show the same step, nobody computes it.`),
       el('p', { class: 'field-mirror', id: 'field-mirror' }, ''),
-      el('p', { class: 'field-fabric' }, `Network: ${plan.tiers} ${plan.tiers === 1 ? 'tier' : 'tiers'} (${tiers.join(', ')}): ${counts.join(' · ')} switches`),
+      el('p', { class: 'field-fabric' }, `Network: ${fmtCount(plan.tiers, 'tier')} (${tiers.join(', ')}): ${counts.join(' · ')} switches`),
       el('p', { class: 'field-rule' }, `Assumed: ${plan.radix}-port switches, one port per GPU, a non-blocking fat tree. Two tiers join up to ${fmt(plan.twoTierMax)} GPUs (k²/2), three up to ${fmt(plan.threeTierMax)} (k³/4), k = ${plan.radix}. A rack holds ${plan.serversPerRack} servers. Not to scale.`),
     );
   }
