@@ -23,10 +23,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from quiet import INIT_JS, quiet
+from quiet import INIT_JS, quiet, watch_requests
 
 PARTS = ("page", "tour", "labs", "panels", "story", "present", "sheet")
 LAB_KEYS = ("r", "m", "c", "w", "h", "q")
+# The walk's quiet window: every request in flight is counted too (quiet.watch_requests), so
+# a short window is enough for what an action puts on the page.
+QUIET_MS = 60
 MISSES_JS = "window.trainingRunI18n ? [...window.trainingRunI18n.misses.entries()] : null"
 # The servers: one whose page may change the run (a small cluster), one public, watched as a
 # viewer without rights, for the story. Both train a few steps and are then paused (`settle`),
@@ -73,21 +76,25 @@ def _collect(page, into: dict[str, str]) -> None:
         into.setdefault(text, where)
 
 
+def _quiet(page) -> None:
+    quiet(page, ms=QUIET_MS)
+
+
 def _press(page, key: str) -> None:
     page.keyboard.press(key)
-    quiet(page)
+    _quiet(page)
 
 
 def _click(page, selector: str, nth: int = 0) -> None:
     page.evaluate(f"document.querySelectorAll('{selector}')[{nth}].click()")
-    quiet(page)
+    _quiet(page)
 
 
 def walk_main(page, into: dict[str, str], parts: tuple[str, ...]) -> None:
     """On a page with the run's controls: panels, tour, labs, presenting."""
     page.wait_for_function("window.trainingRun.step > 0", timeout=120_000)
     page.wait_for_function("window.trainingRun.stageReady", timeout=120_000)
-    quiet(page)
+    _quiet(page)
     # The walk reads words: the page runs everything but the WebGL draw (?draw=0).
     debug = page.evaluate("window.trainingRun.stageDebug")
     assert debug["frames"] > 0 and debug["drawCalls"] == 0, debug
@@ -134,15 +141,15 @@ def walk_main(page, into: dict[str, str], parts: tuple[str, ...]) -> None:
         click = "document.querySelector('.present-btn').click()"
         page.evaluate(click)
         page.wait_for_function("window.trainingRun.presenting", timeout=20_000)
-        quiet(page)
+        _quiet(page)
         _collect(page, into)
         page.evaluate(click)
-        quiet(page)
+        _quiet(page)
     if "page" in parts:
         failures = page.evaluate("window.trainingRun.failures")
         page.keyboard.press("k")  # a GPU fails and the run rolls back
         page.wait_for_function(f"window.trainingRun.failures > {failures}", timeout=60_000)
-        quiet(page)
+        _quiet(page)
         _collect(page, into)
 
 
@@ -151,7 +158,7 @@ def walk_story(page, into: dict[str, str]) -> None:
     n = page.evaluate("window.trainingRun.story.chapters")
     for i in range(1, n + 1):
         page.wait_for_function(f"window.trainingRun.story.chapter === {i}")
-        quiet(page)
+        _quiet(page)
         _collect(page, into)
         _press(page, " ")  # "do it": a viewer is told it is the presenter's
         _collect(page, into)
@@ -186,6 +193,7 @@ def walk(
 def _open(ctx, url: str):
     page = ctx.new_page()
     page.add_init_script(INIT_JS)
+    watch_requests(page)
     page.goto(url)
     page.wait_for_function("window.trainingRun && window.trainingRunI18n", timeout=60_000)
     return page

@@ -4,9 +4,15 @@ hidden for a short while, so whatever the last action puts on the page is there.
 `INIT_JS` goes into a page before its own scripts (`context.add_init_script`); `quiet(page)`
 then waits on it. The scene's drawing does not count (it changes no text), nor do numbers a
 live run keeps changing: use it on a paused run, or it waits for a gap between steps.
+
+The page's fetch hook cannot see a module loading (`import()`: a story chapter, a lab): a page
+opened after `watch_requests(page)` also counts every request Playwright sees in flight, so a
+walk can use a short quiet window (`quiet(page, ms=60)`) and still wait for the module.
 """
 
 from __future__ import annotations
+
+import time
 
 QUIET_MS = 150
 
@@ -36,19 +42,45 @@ INIT_JS = """
 })();
 """
 
-QUIET_JS = (
-    "window.__quiet && window.__quiet.fetches === 0"
-    f" && performance.now() - window.__quiet.changed > {QUIET_MS}"
-)
+
+def quiet_js(ms: int = QUIET_MS) -> str:
+    return (
+        "window.__quiet && window.__quiet.fetches === 0"
+        f" && performance.now() - window.__quiet.changed > {ms}"
+    )
 
 
-def quiet(page, timeout: float = 30_000) -> None:
+QUIET_JS = quiet_js()
+_IN_FLIGHT = "_quiet_requests"
+
+
+def watch_requests(page) -> None:
+    """Count the page's requests in flight as Playwright sees them (call before `goto`)."""
+    flying: set = set()
+    page.on("request", lambda r: flying.add(r))
+    page.on("requestfinished", lambda r: flying.discard(r))
+    page.on("requestfailed", lambda r: flying.discard(r))
+    setattr(page, _IN_FLIGHT, flying)
+
+
+def quiet(page, timeout: float = 30_000, ms: int = QUIET_MS) -> None:
     """Wait until the page is quiet (see the module's note); a page that never is fails with
     what kept changing."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+    flying = getattr(page, _IN_FLIGHT, set())
+    deadline = time.monotonic() + timeout / 1000
     try:
-        page.wait_for_function(QUIET_JS, timeout=timeout)
+        while True:
+            left = max(1.0, (deadline - time.monotonic()) * 1000)
+            page.wait_for_function(quiet_js(ms), timeout=left)
+            if not flying:
+                return
+            while flying and time.monotonic() < deadline:
+                page.wait_for_timeout(10)  # a poll: Playwright delivers request events here
+            if flying:
+                raise PlaywrightTimeout(f"requests in flight: {[r.url for r in flying]}")
     except PlaywrightTimeout:
         state = page.evaluate("window.__quiet && { ...window.__quiet }")
-        raise AssertionError(f"the page never went quiet: {state}") from None
+        left = [r.url for r in flying]
+        raise AssertionError(f"the page never went quiet: {state} {left}") from None
