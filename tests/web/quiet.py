@@ -50,7 +50,6 @@ def quiet_js(ms: int = QUIET_MS) -> str:
     )
 
 
-QUIET_JS = quiet_js()
 _IN_FLIGHT = "_quiet_requests"
 
 
