@@ -24,6 +24,10 @@ from app.speed import MAX as MAX
 from app.speed import SPEED_MAX, SPEED_MIN
 
 PROTOCOL_VERSION = 2
+# The runs a server holds (app/web/runs.py): "class" is the one `trainingrun` started; the
+# others are named "<story>.<run>" (a story chapter's run, e.g. "one-gpu.dp2").
+CLASS_RUN = "class"
+RUN_REF_PATTERN = r"^(class|[a-z0-9-]{1,32}\.[a-z0-9-]{1,16})$"
 SCENE_NAME = "training-run"
 
 # Event kinds the server raises: run control, and what went wrong around the run (a worker
@@ -417,6 +421,11 @@ class HelloMsg(_Out):
     roles: list[RoleMsg] = Field(description="one per GPU, in GPU order")
     trace_kinds: list[TraceKindMsg] = Field(default_factory=trace_kinds)
     trace_groups: list[TraceGroupMsg] = Field(default_factory=trace_groups)
+    watching: str = Field(
+        default=CLASS_RUN,
+        description="the run this page watches: 'class' (the one the server was started with) "
+        "or another the server holds (GET /api/runs)",
+    )
     measured: bool = Field(
         default=False,
         description="every number was measured on the user's own cluster (an attached run), "
@@ -673,7 +682,17 @@ class FollowingMsg(BaseModel):
     following: bool
 
 
+class WatchMsg(BaseModel):
+    """From any page: watch another run the server holds (its hello and snapshot follow), or
+    the class run again. Watching needs no rights; controlling a run does."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    type: Literal["watch"]
+    run: str = Field(min_length=1, max_length=64, pattern=RUN_REF_PATTERN)
+
+
 present_adapter: TypeAdapter[Any] = TypeAdapter(PresentMsg)
+watch_adapter: TypeAdapter[Any] = TypeAdapter(WatchMsg)
 following_adapter: TypeAdapter[Any] = TypeAdapter(FollowingMsg)
 
 
@@ -801,7 +820,9 @@ def json_schema() -> dict[str, Any]:
     """One JSON Schema document for both directions of the wire."""
     server = server_message_adapter.json_schema(ref_template="#/$defs/{model}")
     client = control_adapter.json_schema(ref_template="#/$defs/{model}")
-    present = TypeAdapter(PresentMsg | FollowingMsg).json_schema(ref_template="#/$defs/{model}")
+    present = TypeAdapter(PresentMsg | FollowingMsg | WatchMsg).json_schema(
+        ref_template="#/$defs/{model}"
+    )
     defs = {**server.pop("$defs", {}), **client.pop("$defs", {}), **present.pop("$defs", {})}
     defs["AttachBatch"] = attach_batch_adapter.json_schema(ref_template="#/$defs/{model}")
     defs.update(defs["AttachBatch"].pop("$defs", {}))
@@ -815,6 +836,7 @@ def json_schema() -> dict[str, Any]:
             {"$ref": "#/$defs/ClientMessage"},
             {"$ref": "#/$defs/PresentMsg"},
             {"$ref": "#/$defs/FollowingMsg"},
+            {"$ref": "#/$defs/WatchMsg"},
         ],
         "$defs": {**dict(sorted(defs.items())), "ServerMessage": server, "ClientMessage": client},
     }

@@ -163,6 +163,21 @@ def _story(story_id: str) -> dict[str, Any]:
     return {**story.model_dump(), "figures": figures}
 
 
+def side_run(run_ref: str, base: RunConfig) -> tuple[RunConfig, str] | None:
+    """The run a story chapter needs, as the server's side run `<story>.<run>` (app/web/
+    runs.py): the story's cluster, model and plan on the class run's other settings, with a
+    batch of 64 shared evenly. None when no story has that run."""
+    story_id, _, key = run_ref.partition(".")
+    if story_id not in STORY_IDS:
+        return None
+    story = load_story(story_id)
+    run = story.runs.get(key)
+    if run is None:
+        return None
+    config = base.with_(**run.model_dump(), batch_size=RunConfig.batch_for(run.gpus, 64))
+    return config, f"{story.title}: {key}"
+
+
 def _known(story_id: str) -> None:
     if story_id not in STORY_IDS:
         raise HTTPException(404, f"no story {story_id!r} (known: {', '.join(STORY_IDS)})")

@@ -19,15 +19,22 @@ from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from app.protocol import ErrorMsg, control_adapter, following_adapter, present_adapter
+from app.protocol import (
+    CLASS_RUN,
+    ErrorMsg,
+    control_adapter,
+    following_adapter,
+    present_adapter,
+    watch_adapter,
+)
 from app.run.controls import ControlError
-from app.run.runner import Runner
 from app.settings import Settings
 from app.web.errors import short_repr
 from app.web.guard import Guard
-from app.web.hub import Frame, Hub, Viewer
+from app.web.hub import Frame, Viewer
 from app.web.limits import MAX_JSON_DEPTH, Refusals, TokenBucket, json_depth
 from app.web.presenter import Presenter, PresentError
+from app.web.runs import RunEntry, RunError, Runs
 
 log = logging.getLogger("trainingrun.ws")
 router = APIRouter()
@@ -106,7 +113,7 @@ def describe_validation(exc: ValidationError) -> tuple[str, str]:
 class Session:
     """One websocket client: its viewer in the hub and its inbound message budget."""
 
-    def __init__(self, ws: WebSocket, viewer: Viewer, settings: Settings) -> None:
+    def __init__(self, ws: WebSocket, viewer: Viewer, settings: Settings, entry: RunEntry) -> None:
         self.ws = ws
         self.viewer = viewer
         self.settings = settings
@@ -114,7 +121,8 @@ class Session:
         self.refusals = Refusals(settings.rate_limited_every_s)
         self._tell_refused_later: asyncio.TimerHandle | None = None
         app = ws.app
-        self.runner: Runner = app.state.runner
+        self.entry = entry  # the run this page watches; its controls go to that run
+        self.runs: Runs = app.state.runs
         self.guard: Guard = app.state.guard
         # Unexpected failures on this connection: the first is logged in full, the rest
         # only counted, so one client cannot flood the log.
@@ -169,6 +177,27 @@ class Session:
             self.reply_error(*describe_validation(exc))
         except PresentError as exc:
             self.reply_error(exc.code, exc.message)
+
+    async def watch(self, raw: dict[str, Any]) -> None:
+        """Watch another run: the page is handed to that run's viewers, its hello first."""
+        try:
+            msg = watch_adapter.validate_python(raw)
+            entry = await self.runs.open(msg.run)
+        except ValidationError as exc:
+            self.reply_error(*describe_validation(exc))
+            return
+        except RunError as exc:
+            self.reply_error(exc.code, exc.message)
+            return
+        if self.viewer.closed.is_set():
+            return
+        first = first_frames(entry, self.viewer.can_control)
+        if entry is self.entry:
+            for text in first():  # already watching it: said again, so the page knows
+                self.viewer.push(Frame(text))
+            return
+        self.entry.hub.hand_over(self.viewer, entry.hub, first)
+        self.entry = entry
 
     async def receive_loop(self) -> None:
         while True:
@@ -225,6 +254,9 @@ class Session:
         if kind in ("present", "following"):
             self.present(kind, raw)
             return
+        if kind == "watch":
+            await self.watch(raw)
+            return
         if kind != "control":
             shown = kind if isinstance(kind, str) else type(kind).__name__
             self.reply_error("unknown_type", f"unknown message type {str(shown)[:40]!r}")
@@ -238,18 +270,39 @@ class Session:
             self.reply_error("forbidden", "controlling this run needs the presenter token")
             return
         try:
-            await self.runner.control(ctl)
+            await self.entry.runner.control(ctl)
         except ControlError as exc:
             self.reply_error(exc.code, exc.message)
         except TimeoutError:
             self.reply_error("timeout", "the training worker did not answer in time")
 
 
+def first_frames(entry: RunEntry, can_control: bool):  # noqa: ANN201 - a closure
+    """What a page watching `entry` gets before anything else: the run's hello and snapshot."""
+
+    def first() -> list[str]:
+        return [entry.runner.hello_text(can_control), entry.runner.snapshot_text()]
+
+    return first
+
+
+async def _wanted_run(runs: Runs, wanted: str | None) -> tuple[RunEntry, list[str]]:
+    """The run `?run=` names, else the class run, with an error frame saying why not."""
+    if not wanted or wanted == CLASS_RUN:
+        return runs.class_run, []
+    try:
+        msg = watch_adapter.validate_python({"type": "watch", "run": wanted})
+        return await runs.open(msg.run), []
+    except ValidationError as exc:
+        return runs.class_run, [error_text(*describe_validation(exc))]
+    except RunError as exc:
+        return runs.class_run, [error_text(exc.code, exc.message)]
+
+
 @router.websocket("/ws")
 async def websocket_endpoint(ws: WebSocket) -> None:
     app = ws.app
-    runner: Runner = app.state.runner
-    hub: Hub = app.state.hub
+    runs: Runs = app.state.runs
     guard: Guard = app.state.guard
     settings: Settings = app.state.settings
     if not guard.origin_ok(ws.headers.get("origin")):
@@ -262,15 +315,15 @@ async def websocket_endpoint(ws: WebSocket) -> None:
         return
     can_control = guard.may_control(ws.query_params.get("token"))
     await ws.accept()
-
-    def first() -> list[str]:
-        return [runner.hello_text(can_control), runner.snapshot_text()]
-
-    viewer = hub.add(ws.send_text, can_control=can_control, first=first)
+    # A page may ask for another run than the class run (`?run=`): a side run starts on the
+    # first ask; one that cannot be watched leaves the page on the class run, told why.
+    entry, told = await _wanted_run(runs, ws.query_params.get("run"))
+    first = first_frames(entry, can_control)
+    viewer = entry.hub.add(ws.send_text, can_control=can_control, first=lambda: first() + told)
     presenter: Presenter | None = getattr(app.state, "presenter", None)
     if presenter is not None:
         presenter.joined(viewer)  # a page joining late lands on the presenter's view
-    session = Session(ws, viewer, settings)
+    session = Session(ws, viewer, settings, entry)
     receiving = asyncio.create_task(session.receive_loop())
     dropped = asyncio.create_task(viewer.closed.wait())
     try:
@@ -280,7 +333,7 @@ async def websocket_endpoint(ws: WebSocket) -> None:
             task.cancel()
         session.close()
         session.log_summary()
-        await hub.remove(viewer)
+        await session.entry.hub.remove(viewer)
         if presenter is not None:
             presenter.left(viewer)
         if dropped.done() and not dropped.cancelled() and not receiving.done():

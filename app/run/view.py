@@ -22,6 +22,7 @@ from pydantic import TypeAdapter
 
 from app.engine.config import RunConfig
 from app.protocol import (
+    CLASS_RUN,
     CheckpointMsg,
     EventMsg,
     HelloMsg,
@@ -143,6 +144,7 @@ class RunView:
 
     def __init__(self, history: History) -> None:
         self.history = history
+        self.watching = CLASS_RUN  # which of the server's runs this is (app/web/runs.py)
         self.info: RunInfo | None = None
         self.run_id = ""
         self.step = 0
@@ -281,6 +283,7 @@ class RunView:
             assert i is not None, "no run adopted yet"
             text = HelloMsg(
                 run_id=self.run_id,
+                watching=self.watching,
                 can_control=can_control,
                 config=i.config,
                 topology=i.topology,

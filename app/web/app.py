@@ -21,9 +21,11 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from app.attached.run import AttachedRun
 from app.paths import STATIC_DIR
+from app.protocol import CLASS_RUN
 from app.routes import attach as attach_routes
 from app.routes import http, join, traces, ws
 from app.routes import locale as locale_routes
+from app.routes import runs as runs_routes
 from app.routes import steps as steps_routes
 from app.routes import story as story_routes
 from app.run.history import History
@@ -35,6 +37,7 @@ from app.web.hub import Hub
 from app.web.limits import BodyLimit, BucketsByKey
 from app.web.presenter import Presenter
 from app.web.redact import install_log_redaction
+from app.web.runs import RunEntry, Runs
 from app.web.statics import CacheHeaders, LeanStaticHeaders
 
 log = logging.getLogger("trainingrun")
@@ -58,11 +61,15 @@ def create_app(settings: Settings | None = None, *, watch: bool = False) -> Fast
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         history = History(settings.db_path)
-        hub = Hub(
-            max_fps=settings.max_fps,
-            queue_limit=settings.client_queue_limit,
-            send_timeout_s=settings.send_timeout_s,
-        )
+
+        def make_hub() -> Hub:
+            return Hub(
+                max_fps=settings.max_fps,
+                queue_limit=settings.client_queue_limit,
+                send_timeout_s=settings.send_timeout_s,
+            )
+
+        hub = make_hub()
         if watch:
             shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
             url = f"http://{shown}:{settings.port}"
@@ -70,11 +77,21 @@ def create_app(settings: Settings | None = None, *, watch: bool = False) -> Fast
         else:
             runner = Runner(settings.runner_options(), hub, history)
         app.state.hub, app.state.history, app.state.runner = hub, history, runner
-        app.state.presenter = Presenter(hub)
+        kind = "attached" if watch else "class"
+        runs = app.state.runs = Runs(
+            RunEntry(CLASS_RUN, kind, "the class run", runner, hub),
+            side_runs=story_routes.side_run,
+            make_hub=make_hub,
+            options=settings.runner_options(),
+        )
+        # The presenter speaks to every page, whichever run it watches.
+        app.state.presenter = Presenter(runs)
         await runner.start()
+        runs.start_reaper()
         try:
             yield
         finally:
+            await runs.close()
             await hub.close_all()
             await runner.stop()
             history.close()
@@ -94,6 +111,7 @@ def create_app(settings: Settings | None = None, *, watch: bool = False) -> Fast
     app.state.rest_buckets = BucketsByKey(settings.control_rate, settings.control_burst)
     app.include_router(http.router)
     app.include_router(ws.router)
+    app.include_router(runs_routes.router)
     app.include_router(traces.router)
     app.include_router(steps_routes.router)
     app.include_router(attach_routes.router)

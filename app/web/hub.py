@@ -84,6 +84,13 @@ class Viewer:
                 self.steps_dropped += 1
                 return
 
+    def forget_queued(self) -> None:
+        """Drop whatever is still queued (the run it came from is no longer watched)."""
+        self._queue.clear()
+
+    def retarget(self, min_gap: Callable[[], float]) -> None:
+        self._min_gap = min_gap
+
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
 
@@ -177,6 +184,23 @@ class Hub:
             viewer.push(Frame(text))
         viewer.start()
         return viewer
+
+    def hand_over(self, viewer: Viewer, to: Hub, first: Callable[[], list[str]]) -> None:
+        """Move a viewer to another hub (the page now watches another run) without closing
+        it: what it had not been sent of this hub's run is dropped, then `first()` (the new
+        run's hello and snapshot) leads everything the other hub publishes."""
+        if to is self or viewer not in self._viewers:
+            return
+        self._viewers.discard(viewer)
+        if self.on_count_change:
+            self.on_count_change(len(self._viewers))
+        viewer.forget_queued()
+        viewer.retarget(to.step_gap)
+        to._viewers.add(viewer)
+        if to.on_count_change:
+            to.on_count_change(len(to._viewers))
+        for text in first():
+            viewer.push(Frame(text))
 
     async def remove(self, viewer: Viewer) -> None:
         if viewer in self._viewers:

@@ -15,10 +15,16 @@ Nothing here knows what a part means: that is the page's business (static/js/pre
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from app.protocol import FollowingMsg, FollowMsg, PresentMsg
-from app.web.hub import Frame, Hub, Viewer
+from app.web.hub import Frame, Viewer
+
+
+class Pages(Protocol):
+    """Every page connected (a Hub, or app/web/runs.py `Runs`: the pages of every run)."""
+
+    def viewers(self) -> list[Viewer]: ...
 
 
 class PresentError(Exception):
@@ -42,7 +48,7 @@ NOT_LEAD = (
 class Presenter:
     """The presentation: who leads, what the room shows, who follows. Event loop only."""
 
-    def __init__(self, hub: Hub, clock: Any = time.time) -> None:
+    def __init__(self, hub: Pages, clock: Any = time.time) -> None:
         self.hub = hub
         self.clock = clock
         self.lead: Viewer | None = None

@@ -132,6 +132,7 @@ function main() {
     store,
     getStage,
     send,
+    watch: (id) => socket.watch(id),
     overlays,
     getTour: () => tour,
     getLabs: () => labs,

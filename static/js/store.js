@@ -57,6 +57,7 @@ function initialState() {
     helpOpen: false, // the key help overlay is open
     projector: false, // projector theme
     presenting: false, // this page leads a presentation (presenter/index.js)
+    watching: 'class', // the server's run this page watches (its hello says; net/socket.js `watch`)
     following: false, // this page follows the presenter's page
     followers: 0, // pages following this one while it presents
     reducedMotion: Boolean(reducedMotionQuery && reducedMotionQuery.matches), // the OS asks for less motion
@@ -152,6 +153,7 @@ class Store {
     const previous = this.state.hello;
     if (previous && previous.run_id !== msg.run_id) this._forgetRun();
     this.state.hello = msg;
+    this.state.watching = msg.watching ?? 'class';
     this.emit('hello', msg);
   }
 

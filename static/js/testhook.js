@@ -172,6 +172,7 @@ export function installTestHook({ store, getStage, actions, labels, tour, story 
     // landed and the frame at its goal is drawn.
     cameraFlying: () => Boolean(info()?.flying),
     runId: () => s().hello?.run_id ?? null,
+    watching: () => s().watching,
     memoryCase: () => (s().memoryCase ? JSON.parse(JSON.stringify(s().memoryCase)) : null),
     placement: () => s().placement ?? 'data',
     // The run's parallel plan from hello ({dp, tp, pp, ep, microbatches, schedule, experts,

@@ -102,7 +102,7 @@ class _FakeSocket:
         self.messages = list(messages)
         self.client = SimpleNamespace(host="127.0.0.1", port=4242)
         self.app = SimpleNamespace(
-            state=SimpleNamespace(runner=None, guard=SimpleNamespace(may_control=lambda t: True))
+            state=SimpleNamespace(runs=None, guard=SimpleNamespace(may_control=lambda t: True))
         )
 
     async def receive(self) -> dict:
@@ -115,7 +115,7 @@ def test_unexpected_errors_are_logged_once_per_connection(caplog, monkeypatch) -
     from app.settings import Settings
 
     messages = [{"type": "websocket.receive", "text": "{}"} for _ in range(7)]
-    session = ws_route.Session(_FakeSocket(messages), _FakeViewer(), Settings())
+    session = ws_route.Session(_FakeSocket(messages), _FakeViewer(), Settings(), entry=None)
 
     async def boom(text, data):
         raise RuntimeError("something unforeseen")

@@ -216,4 +216,5 @@ def web() -> SimpleNamespace:
         FULL_HD=FULL_HD,
         control=control,
         wait_steps=wait_steps,
+        get_json=get_json,
     )

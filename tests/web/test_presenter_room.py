@@ -347,14 +347,18 @@ def test_followers_and_a_late_joiner_see_the_presenters_story(browser, lesson_se
     }
     assert shown["follow"]["title"] == shown["lead"]["title"], shown
     assert shown["follow"]["chapterId"] == shown["lead"]["chapterId"] == "walls", shown
-    # The follower never re-plans the run: it says it follows the presenter's.
+    # A page joining late lands on the chapter too.
     late = web.open_page(browser, lesson_server.url, "", viewport=VIEW).page
     wait(late, READY + " && window.trainingRun.following")
     wait(late, STORY.format(n=3), timeout=15_000)
     assert late.evaluate("window.trainingRun.story.title") == shown["lead"]["title"]
+    # Every page of the room watches the chapter's own run with the presenter.
+    for page in (lead, follow, late):
+        wait(page, "window.trainingRun.watching === 'one-gpu.one'", timeout=60_000)
     lead.keyboard.press("Escape")
     for page in (follow, late):
         wait(
             page,
             "!window.trainingRun.story.chapter && document.getElementById('story-box').hidden",
         )
+        wait(page, "window.trainingRun.watching === 'class'")

@@ -35,10 +35,12 @@ SEED_ORDER = [
     "oom", "inside-layer", "split", "tokens-travel", "stages", "hand-up", "back-to-back",
     "deeper", "wider", "one-step", "copies", "again", "gpu-1",
 ]  # fmt: skip
-# The story's model on one GPU; a batch of 64 shares out evenly on 1, 2, 4 and 64 GPUs.
+# The class run; the story's chapters watch runs of their own (app/web/runs.py), which take
+# its speed and checkpoints. The class run rests a second after its last viewer leaves for
+# the story, so the machine trains only what the page watches.
 SERVE = (
-    "--gpus", "1", "--servers", "1", "--layers", "4", "--experts", "16", "--microbatches", "2",
-    "--batch-size", "64", "--speed", "max", "--checkpoint-every", "0", "--rest-after", "0",
+    "--gpus", "1", "--servers", "1", "--speed", "max", "--checkpoint-every", "0",
+    "--rest-after", "1",
 )  # fmt: skip
 WAIT_MS = 240_000  # a reset plus a step of the 64-GPU team, on a busy 2-core machine
 
@@ -238,24 +240,26 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
     assert watch.errors == [], watch.errors
 
 
-def test_a_viewer_without_rights_follows_the_run(browser, tmp_path, web) -> None:
+def test_a_viewer_without_rights_watches_the_chapters_run(browser, tmp_path, web) -> None:
+    """A viewer without the token opens a chapter: the page watches the chapter's own run
+    (the class run is not touched), and "do it" is refused with a note that stays."""
     token = "story-presenter-7"
     srv = web.ServerProcess(tmp_path / "run", "--gpus", "1", "--servers", "1", "--public",
                             "--token", token, "--speed", "max", "--rest-after", "0")  # fmt: skip
     srv.start(fresh=True, timeout=120)
     try:
+        class_run = web.get_json(f"{srv.url}/api/run")["run_id"]
         watch = web.open_page(
             browser, srv.url, "?story=one-gpu&chapter=13", viewport={"width": 1024, "height": 768}
         )
         page = watch.page
-        page.wait_for_function(
-            "window.trainingRun.story.chapter === 13 && window.trainingRun.step > 0",
-            timeout=120_000,
-        )
-        run_id = page.evaluate("window.trainingRun.runId")
+        page.wait_for_function("window.trainingRun.story.ready", timeout=120_000)
         s = story(page)
-        assert s["run"] == "dp2" and s["liveRun"] != "dp2"
-        assert "You follow the run" in s["note"] and s["pending"] is None
+        assert s["run"] == "dp2" and s["liveRun"] == "dp2" and s["note"] == ""
+        assert page.evaluate("window.trainingRun.watching") == "one-gpu.dp2"
+        assert page.evaluate("window.trainingRun.gpus") == 2
+        run_id = page.evaluate("window.trainingRun.runId")
+        assert run_id != class_run
         pressed_at = page.evaluate("window.trainingRun.step")
         page.keyboard.press(" ")  # "Copy the model onto a second GPU": not this viewer's to do
         page.wait_for_function("window.trainingRun.story.note.includes('Only the presenter')")
@@ -264,7 +268,8 @@ def test_a_viewer_without_rights_follows_the_run(browser, tmp_path, web) -> None
         page.wait_for_function(f"window.trainingRun.step >= {pressed_at + 5}")
         assert page.evaluate("window.trainingRun.runId") == run_id
         assert "Only the presenter" in story(page)["note"]
-        assert page.evaluate("window.trainingRun.gpus") == 1
+        status = web.get_json(f"{srv.url}/api/run")
+        assert status["run_id"] == class_run
         assert watch.errors == [], watch.errors
         if shots := shots_dir():
             page.screenshot(path=str(shots / "viewer-1024.png"), timeout=120_000)
@@ -272,60 +277,60 @@ def test_a_viewer_without_rights_follows_the_run(browser, tmp_path, web) -> None
         srv.stop()
 
 
-def test_a_story_opened_before_the_hello_waits_to_learn_its_rights(browser, tmp_path, web) -> None:
-    """The story loads before the server's hello says who may change the run: it must not
-    send a reset in the meantime (the server would refuse a viewer's), only decide once the
-    hello is in. The server's first messages are held back to make that order certain."""
-    args = ("--gpus", "1", "--servers", "1", "--public", "--token", "story-presenter-8")
-    srv = web.ServerProcess(tmp_path / "run", *args, "--speed", "max", "--rest-after", "0")
+def test_a_page_in_the_story_leaves_the_class_run_and_its_pages_alone(
+    browser, tmp_path, web
+) -> None:
+    """Two pages: one on the class run, one (with the rights) walking into the story. The
+    class page keeps its run, its plan and its hello; the story page watches the chapter's
+    run, and leaving the story brings it back to the class run, which went on meanwhile."""
+    srv = web.ServerProcess(tmp_path / "run", "--gpus", "8", "--servers", "2", "--speed", "max",
+                            "--checkpoint-every", "0", "--rest-after", "0")  # fmt: skip
     srv.start(fresh=True, timeout=120)
-    link: dict = {"ws": None, "held": [], "pass": False}
-    sent: list[str] = []
     try:
-        ctx = browser.new_context(viewport={"width": 1024, "height": 768})
-        page = ctx.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        ctx = browser.new_context(viewport={"width": 960, "height": 540})
+        hellos: list[str] = []  # every hello the class page is sent
 
-        def route(ws) -> None:
-            server = ws.connect_to_server()
-            link["ws"] = ws
+        def on_socket(ws) -> None:
+            ws.on("framereceived", lambda f: hellos.append(f) if '"type":"hello"' in f else None)
 
-            def from_server(msg) -> None:
-                if link["pass"]:
-                    ws.send(msg)
-                else:
-                    link["held"].append(msg)
-
-            def from_page(msg) -> None:
-                sent.append(str(msg))
-                server.send(msg)
-
-            server.on_message(from_server)
-            ws.on_message(from_page)
-
-        page.route_web_socket(re.compile(r"/ws"), route)
-        page.goto(f"{srv.url}/?story=one-gpu&chapter=13")
-        page.wait_for_function("window.trainingRun && window.trainingRun.story.chapter === 13")
-        # Nothing to wait for: the check is that the chapter does not ask for its run before
-        # the hello; it has had every chance to by now.
-        page.wait_for_timeout(1500)
-        assert link["held"], "the server's hello was not held back"
-        assert not any("reset" in m for m in sent), sent
-        assert "Connecting" in story(page)["note"]
-
-        link["pass"] = True
-        for msg in link["held"]:
-            link["ws"].send(msg)
-        link["held"].clear()
-        page.wait_for_function("window.trainingRun.step > 0", timeout=120_000)
-        # Nothing to wait for: the check is that no reset follows the hello.
-        page.wait_for_timeout(1000)
-        s = story(page)
-        assert "You follow the run" in s["note"], s["note"]
-        assert s["pending"] is None
-        assert not any("reset" in m for m in sent), sent
-        assert errors == [], errors
+        room = ctx.new_page()
+        room.on("websocket", on_socket)
+        room.goto(f"{srv.url}/?draw=0")
+        room.wait_for_function("window.trainingRun && window.trainingRun.step > 0", timeout=120_000)
+        class_run = room.evaluate("window.trainingRun.runId")
+        assert len(hellos) == 1
+        reader = web.open_page(browser, srv.url, "?draw=0&story=one-gpu&chapter=13")
+        page = reader.page
+        page.wait_for_function("window.trainingRun.story.ready", timeout=120_000)
+        assert page.evaluate("window.trainingRun.watching") == "one-gpu.dp2"
+        assert page.evaluate("window.trainingRun.gpus") == 2
+        page.keyboard.press("PageDown")  # chapter 14, the same run: no new ask
+        page.keyboard.press("PageDown")
+        page.keyboard.press("PageDown")
+        page.keyboard.press("PageDown")
+        page.keyboard.press("PageDown")
+        page.keyboard.press("PageDown")  # chapter 19: the expert split, its own run
+        page.wait_for_function(
+            "window.trainingRun.story.chapter === 19 && window.trainingRun.story.ready",
+            timeout=120_000,
+        )
+        assert page.evaluate("window.trainingRun.watching") == "one-gpu.ep2"
+        runs = {r["id"]: r for r in web.get_json(f"{srv.url}/api/runs")["runs"]}
+        assert set(runs) >= {"class", "one-gpu.dp2", "one-gpu.ep2"}
+        assert runs["class"]["run_id"] == class_run and runs["class"]["config"]["gpus"] == 8
+        # The class page: the same run, the same eight GPUs, no hello since, still stepping.
+        at = room.evaluate("window.trainingRun.step")
+        room.wait_for_function(f"window.trainingRun.step > {at}")
+        assert room.evaluate("window.trainingRun.runId") == class_run
+        assert room.evaluate("window.trainingRun.gpus") == 8
+        assert len(hellos) == 1
+        # Leaving the story: back on the class run.
+        page.keyboard.press("Escape")
+        page.wait_for_function(
+            f"window.trainingRun.runId === {class_run!r} && window.trainingRun.gpus === 8"
+        )
+        assert page.evaluate("window.trainingRun.watching") == "class"
+        assert reader.errors == [], reader.errors
         ctx.close()
     finally:
         srv.stop()

@@ -4,14 +4,21 @@
 // On reconnect the server sends hello + snapshot, which restore the whole state.
 // A presenter's token rides on the websocket's own URL, so the server knows this connection
 // may control from the start (hello.can_control) and on every reconnect.
+// The page watches one of the server's runs: the class run, or a story chapter's run
+// (`watch(id)`: a `watch` message on the open socket, and `?run=` on every reconnect).
 
 const BASE_DELAY_MS = 300;
 const MAX_DELAY_MS = 5000;
 
-export function wsUrl(loc = window.location, token = null) {
+export const CLASS_RUN = 'class';
+
+export function wsUrl(loc = window.location, token = null, run = CLASS_RUN) {
   const scheme = loc.protocol === 'https:' ? 'wss:' : 'ws:';
-  const query = token ? `?token=${encodeURIComponent(token)}` : '';
-  return `${scheme}//${loc.host}/ws${query}`;
+  const params = new URLSearchParams();
+  if (token) params.set('token', token);
+  if (run && run !== CLASS_RUN) params.set('run', run);
+  const query = params.toString();
+  return `${scheme}//${loc.host}/ws${query ? `?${query}` : ''}`;
 }
 
 /** Delay before reconnect attempt `attempt` (0-based): doubling, capped, with jitter so a
@@ -21,8 +28,11 @@ export function backoffDelay(attempt, random = Math.random) {
   return Math.round(ceiling * (0.5 + 0.5 * random()));
 }
 
-export function connect(store, { token = null, url = wsUrl(window.location, token) } = {}) {
+export function connect(store, { token = null, url = null } = {}) {
+  let run = CLASS_RUN;
+  const urlNow = () => url ?? wsUrl(window.location, token, run);
   let ws = null;
+  let openedFor = run;
   let attempt = 0;
   let timer = null;
   let closed = false;
@@ -33,7 +43,8 @@ export function connect(store, { token = null, url = wsUrl(window.location, toke
     if (closed) return;
     if (!everOpened) store.set('connection', 'connecting');
     try {
-      ws = new WebSocket(url);
+      ws = new WebSocket(urlNow());
+      openedFor = run;
     } catch (err) {
       console.warn('websocket could not be created', err);
       schedule();
@@ -43,6 +54,8 @@ export function connect(store, { token = null, url = wsUrl(window.location, toke
       attempt = 0;
       everOpened = true;
       store.set('connection', 'open');
+      // Asked for another run while this connection was being made: ask on it now.
+      if (openedFor !== run) send({ type: 'watch', run });
     };
     ws.onmessage = (ev) => {
       let msg;
@@ -79,6 +92,12 @@ export function connect(store, { token = null, url = wsUrl(window.location, toke
     return true;
   }
 
+  /** Watch another run of the server's (CLASS_RUN for the class run): its hello follows. */
+  function watch(id) {
+    run = id;
+    return send({ type: 'watch', run: id });
+  }
+
   function close() {
     closed = true;
     if (timer !== null) clearTimeout(timer);
@@ -86,5 +105,11 @@ export function connect(store, { token = null, url = wsUrl(window.location, toke
   }
 
   open();
-  return { send, close, get readyState() { return ws ? ws.readyState : WebSocket.CLOSED; } };
+  return {
+    send,
+    watch,
+    close,
+    get run() { return run; },
+    get readyState() { return ws ? ws.readyState : WebSocket.CLOSED; },
+  };
 }

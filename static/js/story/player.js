@@ -6,9 +6,11 @@
 // A chapter is data: its words with {placeholders} filled from the run (values.js), the
 // camera view, the part to highlight, the run it needs and, where it must choreograph, one
 // small module of its own (static/js/story/NN-name.js: enter(ctx) -> {update(), leave()}).
-// Entering a chapter makes its run the live one: with control rights (loopback or the
-// presenter token) the page re-plans the run with a reset, as "swap it" does; a viewer
-// without them, or a follower (presenter/parts.js `story`), is told it follows the run.
+// Entering a chapter makes the page watch the run it needs: the server's side run
+// "<story>.<run>" (app/web/runs.py), shared by every page in that chapter and started on the
+// first ask. The class run, and every page watching it, never change; leaving the story
+// watches the class run again. A follower (presenter/parts.js `story`) watches the story's
+// runs with the presenter; changing a run ("do it", a fresh start) still needs the rights.
 
 import { fillTemplate } from '../ui/live.js';
 import { PENDING, storyValues } from './values.js';
@@ -58,7 +60,8 @@ export function mountStory(store, { getStage, actions, labels }) {
   let active = false;
   let chapterModule = null; // the entered module's {update, leave}
   let entering = 0; // bumps on every chapter change, so a late module load is dropped
-  let pending = null; // {key, runId}: a reset sent for this run key, its hello not here yet
+  let pending = null; // {key, ref, runId}: asked to watch `ref` (or to restart it), its hello not here yet
+  let freshDue = false; // restart the chapter's run once this page watches it
   let refused = '';
   let notYours = ''; // a "do it" this page may not do, said until the chapter changes
   let deferred = null; // {fresh}: a run asked for before the hello said who may change it
@@ -71,12 +74,13 @@ export function mountStory(store, { getStage, actions, labels }) {
   // A page following the presenter leaves the run to the presenter, rights or not.
   const canControl = () => !store.state.following
     && (actions?.canControl ? actions.canControl() : store.state.hello?.can_control !== false);
+  const runRef = (key) => `${story.id}.${key}`;
+  // The story run this page watches now (its key), or null on the class run.
   const liveKey = () => {
-    if (!story) return null;
-    const hello = store.state.hello;
-    const ch = chapter();
-    if (ch && runMatches(hello, story.runs[ch.run])) return ch.run;
-    return Object.keys(story.runs).find((k) => runMatches(hello, story.runs[k])) ?? null;
+    const watching = store.state.watching ?? '';
+    if (!story || !watching.startsWith(`${story.id}.`)) return null;
+    const key = watching.slice(story.id.length + 1);
+    return key in story.runs ? key : null;
   };
   const values = () => storyValues(store, { story, memo, drift, runKey: liveKey() });
 
@@ -100,25 +104,37 @@ export function mountStory(store, { getStage, actions, labels }) {
     const run = want();
     if (!ch || !run) return;
     if (!store.state.hello) {
-      // Rights are not known before the server's hello: decide when it comes.
+      // The socket is not up yet: ask once the server's hello is here.
       deferred = { fresh: fresh || Boolean(deferred?.fresh) };
       return;
     }
     deferred = null;
-    const live = runMatches(store.state.hello, run);
-    if (live && !fresh) {
-      if (pending?.key === ch.run) pending = null;
+    const ref = runRef(ch.run);
+    if (store.state.watching !== ref) {
+      freshDue = fresh;
+      if (pending?.ref === ref) return;
+      refused = '';
+      pending = { key: ch.run, ref, runId: null };
+      actions.watchRun(ref); // on a closed socket, asked again on reconnect
       return;
     }
-    if (pending?.key === ch.run && !fresh) return;
-    if (!canControl()) return; // a viewer follows the run; the note says so
+    if (fresh) restart();
+    else if (pending?.ref === ref && pending.runId === null) pending = null;
+  }
+
+  /** The chapter's run from step 0 (a reset of the story run this page watches): only with
+   * the rights to change it; everyone watching that run starts over together. */
+  function restart() {
+    freshDue = false;
+    if (!canControl()) return;
     refused = '';
-    pending = { key: ch.run, runId: store.state.hello?.run_id ?? null };
-    if (!actions.newRun({ ...run })) pending = null;
+    pending = { key: chapter().run, ref: runRef(chapter().run), runId: store.state.hello?.run_id ?? null };
+    if (!actions.newRun({ ...want() })) pending = null;
   }
 
   store.on('hello', (msg) => {
-    if (pending && msg.run_id !== pending.runId && runMatches(msg, story?.runs[pending.key])) pending = null;
+    if (pending && msg.watching === pending.ref && msg.run_id !== pending.runId) pending = null;
+    if (active && freshDue && chapter() && msg.watching === runRef(chapter().run)) restart();
     if (active && deferred) ensureRun(deferred);
     if (active) render();
   });
@@ -140,8 +156,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     if (refused) return `The run could not be changed for this chapter: ${refused}`;
     if (notYours) return notYours;
     if (!store.state.hello) return 'Connecting to the run…';
-    if (runMatches(store.state.hello, want())) return '';
-    if (!canControl()) return 'You follow the run: only the presenter can change it, so this chapter shows what the run is doing now.';
+    if (watchingIt()) return '';
     return 'Starting the run this chapter needs…';
   }
 
@@ -169,11 +184,13 @@ export function mountStory(store, { getStage, actions, labels }) {
     }
   }
 
+  const watchingIt = () => store.state.watching === runRef(chapter().run) && runMatches(store.state.hello, want());
+
   function isReady() {
     const ch = chapter();
     if (!ch) return false;
     const text = `${filled(ch.title)} ${filled(ch.text)}`;
-    return !pending && runMatches(store.state.hello, want()) && Boolean(store.state.step) && !text.includes(PENDING) && !/\{\w+\}/.test(text);
+    return !pending && watchingIt() && Boolean(store.state.step) && !text.includes(PENDING) && !/\{\w+\}/.test(text);
   }
 
   let cameraRetry = 0;
@@ -334,6 +351,9 @@ export function mountStory(store, { getStage, actions, labels }) {
     if (!active) return;
     active = false;
     deferred = null;
+    pending = null;
+    freshDue = false;
+    actions?.watchRun?.('class'); // back to the class run, as it went on meanwhile
     entering += 1;
     try {
       chapterModule?.leave?.();

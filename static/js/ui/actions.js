@@ -9,7 +9,7 @@ const ZOOM_STEP = 1.15;
 export const NEEDS_PRESENTER =
   'Only the presenter can start a new run: open the page with the presenter’s link (it carries the token)';
 
-export function createActions({ store, getStage, send, overlays, getTour, getLabs, panels }) {
+export function createActions({ store, getStage, send, watch, overlays, getTour, getLabs, panels }) {
   const camera = { azimuth: 0, polar: 0, zoom: 1, moves: 0 };
 
   const stage = () => getStage();
@@ -167,6 +167,11 @@ export function createActions({ store, getStage, send, overlays, getTour, getLab
       if (store.state.status?.state === 'paused') control('resume');
       actions.escape();
       getTour()?.start(0);
+    },
+    /** Watch another of the server's runs ('class', or a story chapter's 'one-gpu.dp2'):
+     * nobody else's page changes. False when there is no socket to ask on yet. */
+    watchRun(id) {
+      return watch ? watch(id) : false;
     },
     /** Start a new run; `choice` may name seed, preset, gpus and servers (the rest stays). */
     newRun(choice = {}) {

@@ -1,0 +1,226 @@
+"""The runs a server holds: the class run and the runs the story's chapters need.
+
+The class run is the one `trainingrun` starts (its id is "class"); nothing but a control on
+it, from whoever holds control, ever changes it. A story chapter's run ("one-gpu.dp2": the
+story, then the run the chapter names in scenes/stories/<id>.json) is started the first time
+a page asks to watch it, with its own worker, record and checkpoints under
+`<run dir>/side/<id>/`, and is shared by every page that watches it. A run nobody watches
+rests after a few seconds and is stopped after `SIDE_IDLE_S`; at most `SIDE_RUNS_MAX` run at
+once, and a page asking for one more is told why not.
+
+Each run has its own hub of viewers; a page switching runs is handed from one hub to the
+other on the same connection (`Hub.hand_over`), so the presenter, who speaks to every page
+whatever it watches, keeps its followers (`Runs.viewers`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from app.engine.config import RunConfig
+from app.protocol import CLASS_RUN
+from app.run.choice import RunnerOptions
+from app.run.history import History
+from app.run.runner import Runner
+from app.web.hub import Hub, Viewer
+
+log = logging.getLogger("trainingrun.runs")
+
+SIDE_RUNS_MAX = 8  # side runs alive at once (the story needs six)
+SIDE_IDLE_S = 300.0  # a side run nobody has watched this long is stopped
+SIDE_REST_S = 2.0  # a side run nobody watches stops stepping after this long
+REAP_EVERY_S = 15.0
+
+
+class RunError(Exception):
+    """A run that cannot be watched: `code` and `message` go back to the page."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class RunEntry:
+    id: str
+    kind: str  # "class" or "story"
+    label: str
+    runner: Any  # app/run/runner.py Runner, or an attached job (app/attached/run.py)
+    hub: Hub
+    history: History | None = None  # a side run's own record (the class run's is the app's)
+    idle_since: float | None = None  # when it was first seen without viewers
+
+    def describe(self) -> dict[str, Any]:
+        status = self.runner.status()
+        view = getattr(self.runner, "view", None)
+        config = view.config.to_dict() if view is not None and view.info is not None else {}
+        keys = ("gpus", "servers", "n_layer", "experts", "tp", "pp", "ep", "microbatches")
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "label": self.label,
+            "source": "attached" if self.kind == "attached" else "live",
+            "run_id": status.run_id,
+            "state": status.state,
+            "step": status.step,
+            "viewers": self.hub.count,
+            "config": {k: config[k] for k in keys if k in config},
+            "schedule": config.get("schedule"),
+        }
+
+
+# (run id, the class run's settings) -> (config, label) of a side run the server may start,
+# or None when there is no such run.
+SideRuns = Callable[[str, RunConfig], tuple[RunConfig, str] | None]
+
+
+class Runs:
+    """The class run and the side runs started on demand. Event loop only."""
+
+    def __init__(
+        self,
+        class_entry: RunEntry,
+        *,
+        side_runs: SideRuns,
+        make_hub: Callable[[], Hub],
+        options: RunnerOptions,
+        max_side: int = SIDE_RUNS_MAX,
+        idle_s: float = SIDE_IDLE_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.entries: dict[str, RunEntry] = {CLASS_RUN: class_entry}
+        self._side_runs = side_runs
+        self._make_hub = make_hub
+        self._options = options
+        self.max_side = max_side
+        self.idle_s = idle_s
+        self._clock = clock
+        self._starting: dict[str, asyncio.Future[RunEntry]] = {}
+        self._reaper: asyncio.Task[None] | None = None
+        self._closing = False
+
+    @property
+    def class_run(self) -> RunEntry:
+        return self.entries[CLASS_RUN]
+
+    def viewers(self) -> list[Viewer]:
+        """Every page, whatever run it watches (the presenter speaks to all of them)."""
+        return [v for e in list(self.entries.values()) for v in e.hub.viewers()]
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [e.describe() for e in self.entries.values()]
+
+    def start_reaper(self) -> None:
+        self._reaper = asyncio.ensure_future(self._reap_loop())
+
+    # --- watching --------------------------------------------------------------------------
+
+    async def open(self, run_id: str) -> RunEntry:
+        """The run `run_id`, started if it is a side run not running yet. Raises RunError."""
+        entry = self.entries.get(run_id)
+        if entry is not None:
+            return entry
+        if self._closing:
+            raise RunError("unavailable", "the server is shutting down")
+        starting = self._starting.get(run_id)
+        if starting is not None:
+            return await asyncio.shield(starting)
+        side = self._side_runs(run_id, self._options.config)
+        if side is None:
+            raise RunError("unknown_run", f"this server holds no run {run_id!r}")
+        if len(self.entries) - 1 + len(self._starting) >= self.max_side:
+            raise RunError(
+                "too_many_runs",
+                f"this server runs at most {self.max_side} side runs at once; "
+                "try again when one is no longer watched",
+            )
+        future: asyncio.Future[RunEntry] = asyncio.get_running_loop().create_future()
+        self._starting[run_id] = future
+        try:
+            entry = await self._start(run_id, *side)
+        except Exception as exc:
+            log.exception("the run %s could not start", run_id)
+            error = RunError("unavailable", f"the run {run_id!r} could not start: {exc}")
+            future.set_exception(error)
+            future.exception()  # retrieved: nobody else may be waiting
+            raise error from None
+        finally:
+            self._starting.pop(run_id, None)
+        self.entries[run_id] = entry
+        future.set_result(entry)
+        return entry
+
+    async def _start(self, run_id: str, config: RunConfig, label: str) -> RunEntry:
+        o = self._options
+        run_dir = o.run_dir / "side" / run_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        options = dataclasses.replace(
+            o,
+            run_dir=run_dir,
+            config=config,
+            explicit=frozenset(),
+            fresh=False,
+            paused=False,
+            rest_after_s=SIDE_REST_S,
+        )
+        history = History(run_dir / "runs.sqlite")
+        hub = self._make_hub()
+        runner = Runner(options, hub, history)
+        runner.view.watching = run_id
+        try:
+            await runner.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await runner.stop()
+            history.close()
+            raise
+        log.info("started the side run %s (%s)", run_id, label)
+        return RunEntry(run_id, "story", label, runner, hub, history, idle_since=self._clock())
+
+    # --- stopping ------------------------------------------------------------------------
+
+    async def _reap_loop(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(REAP_EVERY_S)
+            await self.reap()
+
+    async def reap(self) -> list[str]:
+        """Stop the side runs nobody has watched for `idle_s`; their ids."""
+        now = self._clock()
+        gone = []
+        for run_id, e in list(self.entries.items()):
+            if run_id == CLASS_RUN:
+                continue
+            if e.hub.count:
+                e.idle_since = None
+            elif e.idle_since is None:
+                e.idle_since = now  # first seen without viewers
+            elif now - e.idle_since >= self.idle_s:
+                gone.append(run_id)
+                await self._stop(run_id)
+        return gone
+
+    async def _stop(self, run_id: str) -> None:
+        e = self.entries.pop(run_id)
+        await e.hub.close_all()
+        await e.runner.stop()
+        if e.history is not None:
+            e.history.close()
+        log.info("stopped the side run %s (nobody watched it)", run_id)
+
+    async def close(self) -> None:
+        """Stop every side run (the class run is the app's to stop)."""
+        self._closing = True
+        if self._reaper is not None:
+            self._reaper.cancel()
+        side = [r for r in self.entries if r != CLASS_RUN]
+        # Together: each saves a final checkpoint in its own worker process.
+        await asyncio.gather(*(self._stop(r) for r in side), return_exceptions=True)

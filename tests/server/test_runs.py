@@ -1,0 +1,194 @@
+"""The runs a server holds (app/web/runs.py): a page watching a story chapter's run never
+changes the class run or what another page sees of it; pages switch runs on one connection;
+`GET /api/runs` lists them; side runs are bounded in number and stopped when nobody watches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import websockets
+from servers import get_json
+
+from app.engine.config import RunConfig
+from app.protocol import CLASS_RUN, RunStatus
+from app.web import runs as runs_mod
+from app.web.hub import Hub
+from app.web.runs import RunEntry, RunError, Runs
+
+pytestmark = pytest.mark.timeout(180)
+
+# The story's model on one GPU, so its runs are small; the class run rests never.
+SERVE = ("--gpus", "1", "--servers", "1", "--layers", "4", "--experts", "16", "--batch-size",
+         "64", "--speed", "max", "--checkpoint-every", "0", "--rest-after", "0")  # fmt: skip
+
+
+async def _next(ws, kind: str, timeout: float = 90.0) -> dict:
+    """The next message of `kind` (others are skipped)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {kind} within {timeout} s"
+        msg = json.loads(await asyncio.wait_for(ws.recv(), left))
+        if msg["type"] == kind:
+            return msg
+
+
+async def _step_after(ws, step: int) -> dict:
+    while True:
+        msg = await _next(ws, "step")
+        if msg["step"] > step:
+            return msg
+
+
+def test_a_story_run_leaves_the_class_run_and_its_pages_alone(live_server) -> None:
+    srv = live_server(*SERVE)
+
+    async def go() -> None:
+        async with websockets.connect(srv.ws_url) as room:
+            hello = await _next(room, "hello")
+            assert hello["watching"] == CLASS_RUN and hello["config"]["gpus"] == 1
+            class_id = hello["run_id"]
+            async with websockets.connect(f"{srv.ws_url}?run=one-gpu.dp2") as story:
+                side = await _next(story, "hello")
+                assert side["watching"] == "one-gpu.dp2"
+                assert side["config"]["gpus"] == 2 and side["run_id"] != class_id
+                first = await _step_after(story, 0)
+                await _step_after(story, first["step"])  # the side run trains
+                listed = {r["id"]: r for r in get_json(f"{srv.url}/api/runs")["runs"]}
+                assert listed[CLASS_RUN]["run_id"] == class_id
+                assert listed["one-gpu.dp2"]["config"]["gpus"] == 2
+                assert listed["one-gpu.dp2"]["viewers"] == 1 and listed[CLASS_RUN]["viewers"] == 1
+                # The other page saw no new hello: its run, plan and pace are as they were.
+                step = await _step_after(room, 0)
+                await _step_after(room, step["step"])
+            assert get_json(f"{srv.url}/api/run")["run_id"] == class_id
+            assert get_json(f"{srv.url}/api/run")["state"] == "running"
+
+    asyncio.run(go())
+
+
+def test_a_page_switches_runs_on_one_connection_and_bad_asks_are_answered(live_server) -> None:
+    srv = live_server(*SERVE)
+
+    async def go() -> None:
+        async with websockets.connect(f"{srv.ws_url}?run=nothing.here") as ws:
+            hello = await _next(ws, "hello")  # on the class run instead, told why
+            assert hello["watching"] == CLASS_RUN
+            class_id = hello["run_id"]
+            err = await _next(ws, "error", 5)
+            assert err["code"] == "unknown_run" and "nothing.here" in err["message"]
+            await ws.send(json.dumps({"type": "watch", "run": "one-gpu.ep2"}))
+            side = await _next(ws, "hello")
+            assert side["watching"] == "one-gpu.ep2" and side["plan"]["ep"] == 2
+            snap = await _next(ws, "snapshot")
+            assert snap["status"]["run_id"] == side["run_id"]
+            # Bad asks: each an error frame; the connection and the run go on.
+            for bad, code in (
+                ({"type": "watch", "run": "<b>x</b>"}, "invalid_field"),
+                ({"type": "watch"}, "missing_field"),
+                ({"type": "watch", "run": "one-gpu.nope"}, "unknown_run"),
+            ):
+                await ws.send(json.dumps(bad))
+                assert (await _next(ws, "error"))["code"] == code, bad
+            await _step_after(ws, 0)
+            await ws.send(json.dumps({"type": "watch", "run": CLASS_RUN}))
+            back = await _next(ws, "hello")
+            assert back["watching"] == CLASS_RUN and back["run_id"] == class_id
+
+    asyncio.run(go())
+
+
+# ---- the registry on its own: bounds and idle stops, with stand-in runners ----------------
+
+
+class _FakeRunner:
+    started: list[str] = []
+
+    def __init__(self, options, hub, history) -> None:
+        self.options = options
+        self.view = SimpleNamespace(watching="", info=None)
+        self.stopped = False
+
+    async def start(self) -> None:
+        _FakeRunner.started.append(self.view.watching)
+
+    async def stop(self) -> None:
+        self.stopped = True
+
+    def status(self) -> RunStatus:
+        return RunStatus(
+            state="running", speed="max", step=0, epoch=0, loss=None, tokens_total=0,
+            restarts=0, viewers=0, run_id="r",
+        )  # fmt: skip
+
+
+def _hub() -> Hub:
+    return Hub(max_fps=10, queue_limit=10, send_timeout_s=1)
+
+
+def _runs(tmp_path: Path, clock, **kw) -> Runs:
+    from inproc import options
+
+    class_entry = RunEntry(
+        CLASS_RUN, "class", "the class run", _FakeRunner(None, None, None), _hub()
+    )
+    known = {"s.a", "s.b", "s.c"}
+    return Runs(
+        class_entry,
+        side_runs=lambda ref, base: (base, ref) if ref in known else None,
+        make_hub=_hub,
+        options=options(tmp_path / "run", speed="max"),
+        clock=clock,
+        **kw,
+    )
+
+
+def test_side_runs_are_bounded_shared_and_stopped_when_nobody_watches(tmp_path, monkeypatch):
+    monkeypatch.setattr(runs_mod, "Runner", _FakeRunner)
+    now = [0.0]
+
+    async def go() -> None:
+        runs = _runs(tmp_path, lambda: now[0], max_side=2, idle_s=60)
+        a = await runs.open("s.a")
+        assert await runs.open("s.a") is a  # shared, started once
+        b = await runs.open("s.b")
+        with pytest.raises(RunError) as refused:
+            await runs.open("s.c")
+        assert refused.value.code == "too_many_runs" and "at most 2" in refused.value.message
+        with pytest.raises(RunError, match="no run 's.x'"):
+            await runs.open("s.x")
+        assert [r["id"] for r in runs.describe()] == [CLASS_RUN, "s.a", "s.b"]
+        # b is watched; a is not: a goes after a minute unwatched, b stays.
+        viewer = b.hub.add(_sink, can_control=False, first=list)
+        assert await runs.reap() == []
+        now[0] += 59
+        assert await runs.reap() == []
+        now[0] += 2
+        assert await runs.reap() == ["s.a"] and a.runner.stopped
+        assert runs.viewers() == [viewer]
+        # With a freed place, the third run starts.
+        assert (await runs.open("s.c")).id == "s.c"
+        await runs.close()
+        assert b.runner.stopped and not runs.class_run.runner.stopped
+
+    asyncio.run(go())
+
+
+async def _sink(text: str) -> None:
+    return None
+
+
+def test_a_side_run_is_the_story_chapters_plan_on_the_class_settings() -> None:
+    from app.routes.story import side_run
+
+    base = RunConfig().with_(seed=7)
+    config, label = side_run("one-gpu.team64", base)
+    assert (config.gpus, config.servers, config.n_layer, config.pp, config.ep) == (64, 8, 32, 8, 8)
+    assert config.seed == 7 and config.batch_size % 64 == 0 and "One GPU" in label
+    assert side_run("one-gpu.nope", base) is None and side_run("two-gpus.one", base) is None
