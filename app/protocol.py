@@ -588,7 +588,21 @@ class ResetBase(_In):
     action: Literal["reset"]
 
 
-def reset_control(table: type[BaseModel]) -> type[ResetBase]:
+class OwnRunBase(BaseModel):
+    """From any page, rights or not: start a run of its own (a side run only it controls),
+    with the choices of a reset, and watch it. `key` is the page's own random key: it rides on
+    the websocket's address (`?key=`), so the page controls its run again after a reconnect.
+    A server holds a few such runs, each of at most a few GPUs, and stops one nobody has
+    watched for a minute (app/web/runs.py)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    type: Literal["own_run"]
+    key: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+
+
+def reset_control(
+    table: type[BaseModel], name: str = "ResetControl", base: type[BaseModel] = ResetBase
+) -> type[BaseModel]:
     """The reset control for a table of settings (app/options.py): one optional field for each
     setting a reset may set, named as RunConfig names it, with the setting's bounds and help,
     so no client can ask for more than the server itself could be started with."""
@@ -600,16 +614,11 @@ def reset_control(table: type[BaseModel]) -> type[ResetBase]:
         kind = StrictInt if info.annotation is int else info.annotation
         field = Field(default=None, description=info.description, **bounds(info))
         fields[config_name(name, on)] = (kind | None, field)
-    return create_model(
-        "ResetControl",
-        __base__=ResetBase,
-        __module__=__name__,
-        __doc__=ResetBase.__doc__,
-        **fields,
-    )
+    return create_model(name, __base__=base, __module__=__name__, __doc__=base.__doc__, **fields)
 
 
 ResetControl = reset_control(Options)
+OwnRunMsg = reset_control(Options, "OwnRunMsg", OwnRunBase)
 
 # The plan's fields a reset may set, as RunConfig names them (app/run/controls.py `new_plan`).
 PLAN_FIELDS = tuple(config_name(n, on) for n, on in settings_of(Options) if on.reset == "plan")
@@ -693,6 +702,7 @@ class WatchMsg(BaseModel):
 
 present_adapter: TypeAdapter[Any] = TypeAdapter(PresentMsg)
 watch_adapter: TypeAdapter[Any] = TypeAdapter(WatchMsg)
+own_run_adapter: TypeAdapter[Any] = TypeAdapter(OwnRunMsg)
 following_adapter: TypeAdapter[Any] = TypeAdapter(FollowingMsg)
 
 
@@ -820,7 +830,7 @@ def json_schema() -> dict[str, Any]:
     """One JSON Schema document for both directions of the wire."""
     server = server_message_adapter.json_schema(ref_template="#/$defs/{model}")
     client = control_adapter.json_schema(ref_template="#/$defs/{model}")
-    present = TypeAdapter(PresentMsg | FollowingMsg | WatchMsg).json_schema(
+    present = TypeAdapter(PresentMsg | FollowingMsg | WatchMsg | OwnRunMsg).json_schema(
         ref_template="#/$defs/{model}"
     )
     defs = {**server.pop("$defs", {}), **client.pop("$defs", {}), **present.pop("$defs", {})}
@@ -837,6 +847,7 @@ def json_schema() -> dict[str, Any]:
             {"$ref": "#/$defs/PresentMsg"},
             {"$ref": "#/$defs/FollowingMsg"},
             {"$ref": "#/$defs/WatchMsg"},
+            {"$ref": "#/$defs/OwnRunMsg"},
         ],
         "$defs": {**dict(sorted(defs.items())), "ServerMessage": server, "ClientMessage": client},
     }

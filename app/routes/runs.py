@@ -18,4 +18,4 @@ router = APIRouter(prefix="/api", tags=["runs"])
 @router.get("/runs")
 def list_runs(request: Request) -> dict[str, Any]:
     runs = request.app.state.runs
-    return {"runs": runs.describe(), "side_runs_max": runs.max_side}
+    return {"runs": runs.describe(), "side_runs_max": runs.max_side, "own_runs_max": runs.max_own}

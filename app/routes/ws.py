@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import math
+import re
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
@@ -24,10 +25,11 @@ from app.protocol import (
     ErrorMsg,
     control_adapter,
     following_adapter,
+    own_run_adapter,
     present_adapter,
     watch_adapter,
 )
-from app.run.controls import ControlError
+from app.run.controls import ControlError, reset_config
 from app.settings import Settings
 from app.web.errors import short_repr
 from app.web.guard import Guard
@@ -122,6 +124,8 @@ class Session:
         self._tell_refused_later: asyncio.TimerHandle | None = None
         app = ws.app
         self.entry = entry  # the run this page watches; its controls go to that run
+        self.key = viewer_key(ws.query_params.get("key"))  # the page's own key, if any
+        viewer.key = self.key
         self.runs: Runs = app.state.runs
         self.guard: Guard = app.state.guard
         # Unexpected failures on this connection: the first is logged in full, the rest
@@ -191,13 +195,35 @@ class Session:
             return
         if self.viewer.closed.is_set():
             return
-        first = first_frames(entry, self.viewer.can_control)
+        first = first_frames(entry, entry.hub.may_control(self.viewer))
         if entry is self.entry:
             for text in first():  # already watching it: said again, so the page knows
                 self.viewer.push(Frame(text))
             return
         self.entry.hub.hand_over(self.viewer, entry.hub, first)
         self.entry = entry
+
+    async def own_run(self, raw: dict[str, Any]) -> None:
+        """Start a run of this page's own (no rights needed) and watch it."""
+        try:
+            msg = own_run_adapter.validate_python(raw)
+            config = reset_config(self.runs.class_run.runner.view.config, msg)
+            self.key = self.viewer.key = msg.key
+            entry = await self.runs.own(msg.key, config)
+        except ValidationError as exc:
+            self.reply_error(*describe_validation(exc))
+            return
+        except (ControlError, RunError) as exc:
+            self.reply_error(exc.code, exc.message)
+            return
+        left = self.entry
+        if self.viewer.closed.is_set():
+            await self.runs.retire(entry)
+            return
+        left.hub.hand_over(self.viewer, entry.hub, first_frames(entry, True))
+        self.entry = entry
+        if left.owned_by(msg.key):
+            await self.runs.retire(left)  # the page's previous run of its own
 
     async def receive_loop(self) -> None:
         while True:
@@ -257,6 +283,9 @@ class Session:
         if kind == "watch":
             await self.watch(raw)
             return
+        if kind == "own_run":
+            await self.own_run(raw)
+            return
         if kind != "control":
             shown = kind if isinstance(kind, str) else type(kind).__name__
             self.reply_error("unknown_type", f"unknown message type {str(shown)[:40]!r}")
@@ -266,7 +295,8 @@ class Session:
         except ValidationError as exc:
             self.reply_error(*describe_validation(exc))
             return
-        if not (self.viewer.can_control or self.guard.may_control(ctl.token)):
+        mine = self.entry.owned_by(self.key)
+        if not (self.viewer.can_control or mine or self.guard.may_control(ctl.token)):
             self.reply_error("forbidden", "controlling this run needs the presenter token")
             return
         try:
@@ -275,6 +305,12 @@ class Session:
             self.reply_error(exc.code, exc.message)
         except TimeoutError:
             self.reply_error("timeout", "the training worker did not answer in time")
+
+
+def viewer_key(key: str | None) -> str | None:
+    """The page's own key from `?key=` when it is one (`OwnRunMsg.key`'s shape), else None."""
+    ok = key is not None and 8 <= len(key) <= 64 and re.fullmatch(r"[A-Za-z0-9_-]+", key)
+    return key if ok else None
 
 
 def first_frames(entry: RunEntry, can_control: bool):  # noqa: ANN201 - a closure
@@ -318,7 +354,9 @@ async def websocket_endpoint(ws: WebSocket) -> None:
     # A page may ask for another run than the class run (`?run=`): a side run starts on the
     # first ask; one that cannot be watched leaves the page on the class run, told why.
     entry, told = await _wanted_run(runs, ws.query_params.get("run"))
-    first = first_frames(entry, can_control)
+    first = first_frames(
+        entry, can_control or entry.owned_by(viewer_key(ws.query_params.get("key")))
+    )
     viewer = entry.hub.add(ws.send_text, can_control=can_control, first=lambda: first() + told)
     presenter: Presenter | None = getattr(app.state, "presenter", None)
     if presenter is not None:

@@ -166,20 +166,25 @@ def new_plan(ctl: ResetControl) -> dict[str, Any]:
     return {k: v for k in PLAN_FIELDS if (v := getattr(ctl, k)) is not None}
 
 
-async def reset(r: Runner, ctl: ResetControl) -> list[EventMsg]:
+def reset_config(current: RunConfig, ctl: Any) -> RunConfig:
+    """The run a reset (or a page's own run, app/web/runs.py) asks for: `current` with the
+    choices `ctl` names. Raises ControlError naming the rule a choice breaks."""
     if ctl.preset is not None and ctl.preset not in PRESETS:
         known = ", ".join(sorted(PRESETS))
         raise ControlError("bad_preset", f"unknown preset {ctl.preset!r} (known: {known})")
-    current = r.view.config
     named = {"seed": ctl.seed, "preset": ctl.preset}
     changes: dict[str, Any] = {k: v for k, v in named.items() if v is not None}
     if ctl.gpus is not None or ctl.servers is not None:
         changes |= new_cluster(current, ctl.gpus, ctl.servers)
     changes |= new_plan(ctl)
     try:
-        config = current.with_(**changes)
+        return current.with_(**changes)
     except ValueError as exc:  # RunConfig's own rules: the batch's, the plan's
         raise ControlError("bad_config", str(exc)) from None
+
+
+async def reset(r: Runner, ctl: ResetControl) -> list[EventMsg]:
+    config = reset_config(r.view.config, ctl)
     run_id = new_run_id()
     r.history.start_run(run_id, config.to_dict())
     info = await r.ask(Reset(config.to_dict(), run_id))
@@ -198,7 +203,7 @@ async def reset(r: Runner, ctl: ResetControl) -> list[EventMsg]:
     # Everyone starts over together: a new hello (the preset or the cluster may differ) and
     # snapshot.
     snapshot = r.snapshot_text()
-    r.hub.publish_each(lambda v: [r.hello_text(v.can_control), snapshot])
+    r.hub.publish_each(lambda v: [r.hello_text(r.hub.may_control(v)), snapshot])
     return [event]
 
 

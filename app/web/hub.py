@@ -49,6 +49,7 @@ class Viewer:
     ) -> None:
         self._send = send
         self.can_control = can_control
+        self.key: str | None = None  # the page's own key (a run of its own, app/web/runs.py)
         self._min_gap = min_gap
         self._queue_limit = queue_limit
         self._send_timeout_s = send_timeout_s
@@ -151,6 +152,11 @@ class Hub:
         self._viewers: set[Viewer] = set()
         self.frames_published = 0
         self.on_count_change: Callable[[int], None] | None = None
+
+    def may_control(self, viewer: Viewer) -> bool:
+        """May this viewer control this hub's run (what its hello says)? A page's own run
+        lets its owner too (app/web/runs.py sets that hub's rule)."""
+        return viewer.can_control
 
     def step_gap(self) -> float:
         """Seconds between two step frames to one viewer, now."""

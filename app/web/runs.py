@@ -4,9 +4,12 @@ The class run is the one `trainingrun` starts (its id is "class"); nothing but a
 it, from whoever holds control, ever changes it. A story chapter's run ("one-gpu.dp2": the
 story, then the run the chapter names in scenes/stories/<id>.json) is started the first time
 a page asks to watch it, with its own worker, record and checkpoints under
-`<run dir>/side/<id>/`, and is shared by every page that watches it. A run nobody watches
-rests after a few seconds and is stopped after `SIDE_IDLE_S`; at most `SIDE_RUNS_MAX` run at
-once, and a page asking for one more is told why not.
+`<run dir>/side/<id>/`, and is shared by every page that watches it. A page may also start a
+run of its own ("mine.<hex>", `own`): any page, rights or not, with a reset's choices on the
+class run's settings, controlled only by the page that holds its key. A run nobody watches
+rests after a few seconds; a story's run is stopped after `SIDE_IDLE_S` without a viewer, a
+page's own after `OWN_IDLE_S`. At most `SIDE_RUNS_MAX` story runs and `OWN_RUNS_MAX` own
+runs (of at most `OWN_GPUS_MAX` GPUs) run at once; a page asking for more is told why not.
 
 Each run has its own hub of viewers; a page switching runs is handed from one hub to the
 other on the same connection (`Hub.hand_over`), so the presenter, who speaks to every page
@@ -19,6 +22,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,8 +37,11 @@ from app.web.hub import Hub, Viewer
 
 log = logging.getLogger("trainingrun.runs")
 
-SIDE_RUNS_MAX = 8  # side runs alive at once (the story needs six)
-SIDE_IDLE_S = 300.0  # a side run nobody has watched this long is stopped
+SIDE_RUNS_MAX = 8  # story runs alive at once (the story needs six)
+SIDE_IDLE_S = 300.0  # a story run nobody has watched this long is stopped
+OWN_RUNS_MAX = 4  # pages' own runs alive at once
+OWN_GPUS_MAX = 64  # the largest cluster a page's own run may have
+OWN_IDLE_S = 60.0  # a page's own run nobody has watched this long is stopped
 SIDE_REST_S = 2.0  # a side run nobody watches stops stepping after this long
 REAP_EVERY_S = 15.0
 
@@ -51,12 +58,20 @@ class RunError(Exception):
 @dataclass
 class RunEntry:
     id: str
-    kind: str  # "class" or "story"
+    kind: str  # "class", "attached", "story" or "own"
     label: str
     runner: Any  # app/run/runner.py Runner, or an attached job (app/attached/run.py)
     hub: Hub
     history: History | None = None  # a side run's own record (the class run's is the app's)
     idle_since: float | None = None  # when it was first seen without viewers
+    owner_key: str | None = None  # an own run: the key of the page that may control it
+
+    def owned_by(self, key: str | None) -> bool:
+        return (
+            self.owner_key is not None
+            and key is not None
+            and secrets.compare_digest(self.owner_key, key)
+        )
 
     def describe(self) -> dict[str, Any]:
         status = self.runner.status()
@@ -94,6 +109,8 @@ class Runs:
         options: RunnerOptions,
         max_side: int = SIDE_RUNS_MAX,
         idle_s: float = SIDE_IDLE_S,
+        max_own: int = OWN_RUNS_MAX,
+        own_idle_s: float = OWN_IDLE_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.entries: dict[str, RunEntry] = {CLASS_RUN: class_entry}
@@ -102,6 +119,8 @@ class Runs:
         self._options = options
         self.max_side = max_side
         self.idle_s = idle_s
+        self.max_own = max_own
+        self.own_idle_s = own_idle_s
         self._clock = clock
         self._starting: dict[str, asyncio.Future[RunEntry]] = {}
         self._reaper: asyncio.Task[None] | None = None
@@ -136,7 +155,8 @@ class Runs:
         side = self._side_runs(run_id, self._options.config)
         if side is None:
             raise RunError("unknown_run", f"this server holds no run {run_id!r}")
-        if len(self.entries) - 1 + len(self._starting) >= self.max_side:
+        stories = sum(1 for e in self.entries.values() if e.kind == "story")
+        if stories + len(self._starting) >= self.max_side:
             raise RunError(
                 "too_many_runs",
                 f"this server runs at most {self.max_side} side runs at once; "
@@ -158,7 +178,44 @@ class Runs:
         future.set_result(entry)
         return entry
 
-    async def _start(self, run_id: str, config: RunConfig, label: str) -> RunEntry:
+    async def own(self, key: str, config: RunConfig) -> RunEntry:
+        """A new run of the page holding `key`, on `config`. Raises RunError past the bounds."""
+        if self._closing:
+            raise RunError("unavailable", "the server is shutting down")
+        if config.gpus > OWN_GPUS_MAX:
+            raise RunError(
+                "too_big",
+                f"a run of your own may have at most {OWN_GPUS_MAX} GPUs "
+                f"({config.gpus} asked for): one computer does every GPU's work",
+            )
+        mine = [e for e in self.entries.values() if e.kind == "own" and not e.owned_by(key)]
+        if len(mine) >= self.max_own:
+            raise RunError(
+                "too_many_runs",
+                f"this server runs at most {self.max_own} runs of students' own at once; "
+                "try again in a minute, or watch the class run",
+            )
+        run_id = f"mine.{secrets.token_hex(4)}"
+        entry = await self._start(run_id, config, "a run of your own", kind="own", fresh=True)
+        entry.owner_key = key
+        entry.hub.may_control = lambda v: v.can_control or entry.owned_by(v.key)  # type: ignore[method-assign]
+        self.entries[run_id] = entry
+        return entry
+
+    async def retire(self, entry: RunEntry) -> None:
+        """Stop an own run its page has left for a new one (unless others watch it)."""
+        if entry.kind == "own" and entry.id in self.entries and not entry.hub.count:
+            await self._stop(entry.id)
+
+    async def _start(
+        self,
+        run_id: str,
+        config: RunConfig,
+        label: str,
+        *,
+        kind: str = "story",
+        fresh: bool = False,
+    ) -> RunEntry:
         o = self._options
         run_dir = o.run_dir / "side" / run_id
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -167,7 +224,7 @@ class Runs:
             run_dir=run_dir,
             config=config,
             explicit=frozenset(),
-            fresh=False,
+            fresh=fresh,
             paused=False,
             rest_after_s=SIDE_REST_S,
         )
@@ -183,7 +240,7 @@ class Runs:
             history.close()
             raise
         log.info("started the side run %s (%s)", run_id, label)
-        return RunEntry(run_id, "story", label, runner, hub, history, idle_since=self._clock())
+        return RunEntry(run_id, kind, label, runner, hub, history, idle_since=self._clock())
 
     # --- stopping ------------------------------------------------------------------------
 
@@ -203,7 +260,7 @@ class Runs:
                 e.idle_since = None
             elif e.idle_since is None:
                 e.idle_since = now  # first seen without viewers
-            elif now - e.idle_since >= self.idle_s:
+            elif now - e.idle_since >= (self.own_idle_s if e.kind == "own" else self.idle_s):
                 gone.append(run_id)
                 await self._stop(run_id)
         return gone

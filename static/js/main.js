@@ -27,6 +27,7 @@ import { installTestHook } from './testhook.js';
 import { lazyStory } from './story/lazy.js';
 import { mountPresenter } from './presenter/index.js';
 import { mountStepWords } from './ui/describe.js';
+import { mountOwnRun } from './ui/ownrun.js';
 import { mountScaleField } from './scene/field/panel.js';
 import { mountLanguagePicker, startLanguage } from './i18n/lang.js';
 
@@ -75,6 +76,7 @@ function topologyKey(t) {
 }
 
 const TOKEN_KEY = 'trainingRun.presenterToken';
+const PAGE_KEY = 'trainingRun.pageKey';
 
 /** The presenter token from `?token=` in the address, taken out of the address bar at once
  * so that copying the link never shares it. This tab keeps it (sessionStorage) so a reload
@@ -99,9 +101,31 @@ function takeToken() {
   return token || null;
 }
 
+/** This tab's own random key: a run it starts of its own is controlled by this key, kept for
+ * the tab's life (sessionStorage), so a reload or a reconnect still controls that run. */
+function pageKey() {
+  let key = null;
+  try {
+    key = sessionStorage.getItem(PAGE_KEY);
+  } catch {
+    // storage disabled: a key for as long as the page is open
+  }
+  if (!key || !/^[A-Za-z0-9_-]{8,64}$/.test(key)) {
+    const bytes = crypto.getRandomValues(new Uint8Array(12));
+    key = Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+    try {
+      sessionStorage.setItem(PAGE_KEY, key);
+    } catch {
+      // as above
+    }
+  }
+  return key;
+}
+
 function main() {
   const token = takeToken();
-  const socket = connect(store, { token });
+  const key = pageKey();
+  const socket = connect(store, { token, key });
   const send = (msg) => socket.send(msg);
 
   const overlays = createOverlays(store);
@@ -133,6 +157,7 @@ function main() {
     getStage,
     send,
     watch: (id) => socket.watch(id),
+    key,
     overlays,
     getTour: () => tour,
     getLabs: () => labs,
@@ -162,6 +187,7 @@ function main() {
   // keys, so a follower's own key press is seen (and breaks away) before it acts.
   mountPresenter({ store, send, actions, overlays, getTour: () => tour, getLabs: () => labs, getStage, getStory: () => story });
   mountStepWords(store); // each step in words, for screen readers
+  mountOwnRun(store, actions); // "your own run · back to the class run"
 
   // The labs load on their own: a broken lab must never take the live run down with it.
   import('./labs/index.js')

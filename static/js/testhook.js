@@ -173,6 +173,7 @@ export function installTestHook({ store, getStage, actions, labels, tour, story 
     cameraFlying: () => Boolean(info()?.flying),
     runId: () => s().hello?.run_id ?? null,
     watching: () => s().watching,
+    canControl: () => s().hello?.can_control ?? null,
     memoryCase: () => (s().memoryCase ? JSON.parse(JSON.stringify(s().memoryCase)) : null),
     placement: () => s().placement ?? 'data',
     // The run's parallel plan from hello ({dp, tp, pp, ep, microbatches, schedule, experts,

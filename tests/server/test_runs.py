@@ -154,7 +154,7 @@ def test_side_runs_are_bounded_shared_and_stopped_when_nobody_watches(tmp_path, 
     now = [0.0]
 
     async def go() -> None:
-        runs = _runs(tmp_path, lambda: now[0], max_side=2, idle_s=60)
+        runs = _runs(tmp_path, lambda: now[0], max_side=2, idle_s=60, max_own=1, own_idle_s=10)
         a = await runs.open("s.a")
         assert await runs.open("s.a") is a  # shared, started once
         b = await runs.open("s.b")
@@ -174,6 +174,23 @@ def test_side_runs_are_bounded_shared_and_stopped_when_nobody_watches(tmp_path, 
         assert runs.viewers() == [viewer]
         # With a freed place, the third run starts.
         assert (await runs.open("s.c")).id == "s.c"
+        # Pages' own runs: bounded apart from the story's, one page's new one replaces its
+        # last, and one nobody watches goes after a shorter while.
+        mine = await runs.own("key-one-1", RunConfig())
+        assert mine.id.startswith("mine.") and mine.owned_by("key-one-1")
+        assert not mine.owned_by("key-two-2") and not mine.owned_by(None)
+        with pytest.raises(RunError) as too_many:
+            await runs.own("key-two-2", RunConfig())
+        assert too_many.value.code == "too_many_runs"
+        with pytest.raises(RunError) as too_big:
+            await runs.own("key-one-1", RunConfig().with_(gpus=128, servers=16))
+        assert too_big.value.code == "too_big"
+        again = await runs.own("key-one-1", RunConfig())  # the same page: not over the bound
+        await runs.retire(mine)
+        assert mine.id not in runs.entries and mine.runner.stopped
+        assert await runs.reap() == []
+        now[0] += 11
+        assert await runs.reap() == [again.id]
         await runs.close()
         assert b.runner.stopped and not runs.class_run.runner.stopped
 
@@ -192,3 +209,47 @@ def test_a_side_run_is_the_story_chapters_plan_on_the_class_settings() -> None:
     assert (config.gpus, config.servers, config.n_layer, config.pp, config.ep) == (64, 8, 32, 8, 8)
     assert config.seed == 7 and config.batch_size % 64 == 0 and "One GPU" in label
     assert side_run("one-gpu.nope", base) is None and side_run("two-gpus.one", base) is None
+
+
+def test_any_page_starts_a_run_of_its_own_and_only_it_controls_that_run(live_server) -> None:
+    """On a public server a page without the token starts its own run: it controls that run
+    (and again after a reconnect, by its key), no other page does, and the class run is
+    neither changed nor controllable by it."""
+    srv = live_server(*SERVE, "--public", "--token", "teacher-token-1")
+    key = "page-key-0123"
+
+    async def go() -> None:
+        class_id = get_json(f"{srv.url}/api/run")["run_id"]
+        async with websockets.connect(srv.ws_url) as ws:
+            assert (await _next(ws, "hello"))["can_control"] is False
+            await ws.send(json.dumps({"type": "own_run", "key": key, "gpus": 128}))
+            assert (await _next(ws, "error"))["code"] == "too_big"
+            await ws.send(json.dumps({"type": "own_run", "key": key, "gpus": 3, "servers": 2}))
+            assert (await _next(ws, "error"))["code"] == "bad_config"
+            await ws.send(json.dumps({"type": "own_run", "key": key, "gpus": 2, "seed": 5}))
+            mine = await _next(ws, "hello")
+            assert mine["watching"].startswith("mine.") and mine["can_control"] is True
+            assert mine["config"]["gpus"] == 2 and mine["config"]["seed"] == 5
+            await ws.send(json.dumps({"type": "control", "action": "pause"}))
+            assert (await _next(ws, "event"))["kind"] == "paused"
+        # Back after a reconnect, by its key: still its run to control.
+        own = f"{srv.ws_url}?run={mine['watching']}"
+        async with websockets.connect(f"{own}&key={key}") as ws:
+            hello = await _next(ws, "hello")
+            assert hello["run_id"] == mine["run_id"] and hello["can_control"] is True
+            await ws.send(json.dumps({"type": "control", "action": "resume"}))
+            assert (await _next(ws, "event"))["kind"] == "resumed"
+        # Another page may watch it, but not steer it; nor may the owner steer the class run.
+        async with websockets.connect(own) as ws:
+            assert (await _next(ws, "hello"))["can_control"] is False
+            await ws.send(json.dumps({"type": "control", "action": "pause"}))
+            assert (await _next(ws, "error"))["code"] == "forbidden"
+        async with websockets.connect(f"{srv.ws_url}?key={key}") as ws:
+            assert (await _next(ws, "hello"))["watching"] == CLASS_RUN
+            await ws.send(json.dumps({"type": "control", "action": "pause"}))
+            assert (await _next(ws, "error"))["code"] == "forbidden"
+        listed = {r["id"]: r for r in get_json(f"{srv.url}/api/runs")["runs"]}
+        assert listed[mine["watching"]]["kind"] == "own"
+        assert listed[CLASS_RUN]["run_id"] == class_id and listed[CLASS_RUN]["state"] == "running"
+
+    asyncio.run(go())

@@ -101,6 +101,7 @@ class _FakeSocket:
     def __init__(self, messages: list[dict]) -> None:
         self.messages = list(messages)
         self.client = SimpleNamespace(host="127.0.0.1", port=4242)
+        self.query_params: dict[str, str] = {}
         self.app = SimpleNamespace(
             state=SimpleNamespace(runs=None, guard=SimpleNamespace(may_control=lambda t: True))
         )

@@ -259,7 +259,9 @@ def test_new_run_on_another_cluster(page_at, web) -> None:
     assert w.errors == []
 
 
-def test_a_viewer_is_told_why_starting_over_does_nothing(browser, tmp_path, web) -> None:
+def test_a_viewer_starts_a_run_of_its_own_and_leaves_the_class_run_alone(
+    browser, tmp_path, web
+) -> None:
     token = ("--public", "--token", "tok-lesson-42")
     srv = web.ServerProcess(tmp_path / "run", *web.SMALL, *token)
     srv.start(fresh=True)
@@ -268,22 +270,44 @@ def test_a_viewer_is_told_why_starting_over_does_nothing(browser, tmp_path, web)
         page = w.page
         page.wait_for_function("window.trainingRun.runId", timeout=30_000)
         old = web.tr(page, "runId")
-        for sel in ("#btn-lesson", "#btn-newrun"):
-            button = page.locator(sel)
-            assert button.is_visible()
-            assert button.get_attribute("aria-disabled") == "true"
-            assert "presenter" in button.get_attribute("title")
+        button = page.locator("#btn-lesson")
+        assert button.is_visible()
+        assert button.get_attribute("aria-disabled") == "true"
+        assert "presenter" in button.get_attribute("title")
         # Marked disabled for assistive technology, yet a click still says why.
         page.locator("#btn-lesson").click(force=True)
         page.wait_for_selector(".toast", timeout=5_000)
         assert "presenter" in page.locator("#toasts").inner_text()
-        page.locator("#btn-newrun").click(force=True)
-        assert page.locator("#newrun-start").is_disabled()
-        assert "presenter" in page.locator("#newrun-problem").inner_text()
+        # "new run…" offers a run of the viewer's own instead, bounded in size.
+        assert page.locator("#btn-newrun").get_attribute("aria-disabled") is None
+        page.locator("#btn-newrun").click()
+        assert page.locator("#newrun-title").inner_text() == "A run of your own"
+        assert "presenter" in page.locator("#newrun-intro").inner_text()
+        assert page.locator("#newrun-start").inner_text() == "Start my own run"
+        assert not page.locator("#newrun-lesson").is_visible()
+        page.locator("#newrun-gpus").fill("128")
+        assert "between 1 and 64" in page.locator("#newrun-problem").inner_text()
+        page.locator("#newrun-gpus").fill("2")
+        page.locator("#newrun-servers").fill("1")
+        assert page.locator("#newrun-problem").inner_text() == ""
         web.screenshot(page, "lesson_viewer")
-        # Nothing to wait for: the check is that no reset comes.
-        page.wait_for_timeout(1000)
-        assert web.tr(page, "runId") == old
+        page.locator("#newrun-start").click()
+        page.wait_for_function(
+            "window.trainingRun.watching.startsWith('mine.') && window.trainingRun.gpus === 2",
+            timeout=60_000,
+        )
+        assert page.locator("#newrun").is_hidden() and page.locator("#own-run").is_visible()
+        web.screenshot(page, "lesson_viewer_own_run")
+        mine = web.tr(page, "runId")
+        assert mine != old and web.tr(page, "canControl") is True
+        # Its own run is the viewer's to pause; the class run went on, unchanged.
+        page.keyboard.press("p")
+        page.wait_for_function("window.trainingRun.runState === 'paused'")
+        status = web.get_json(f"{srv.url}/api/run")
+        assert status["run_id"] == old and status["state"] == "running"
+        page.locator("#own-back").click()
+        page.wait_for_function(f"window.trainingRun.runId === {old!r}")
+        assert page.locator("#own-run").is_hidden()
         page.context.close()
     finally:
         srv.stop()

@@ -4,19 +4,21 @@
 // On reconnect the server sends hello + snapshot, which restore the whole state.
 // A presenter's token rides on the websocket's own URL, so the server knows this connection
 // may control from the start (hello.can_control) and on every reconnect.
-// The page watches one of the server's runs: the class run, or a story chapter's run
-// (`watch(id)`: a `watch` message on the open socket, and `?run=` on every reconnect).
+// The page watches one of the server's runs: the class run, a story chapter's run or a run
+// of its own (`watch(id)`: a `watch` message on the open socket, and `?run=` on every
+// reconnect). The page's own key (`?key=`) lets it control a run of its own again after one.
 
 const BASE_DELAY_MS = 300;
 const MAX_DELAY_MS = 5000;
 
 export const CLASS_RUN = 'class';
 
-export function wsUrl(loc = window.location, token = null, run = CLASS_RUN) {
+export function wsUrl(loc = window.location, token = null, run = CLASS_RUN, key = null) {
   const scheme = loc.protocol === 'https:' ? 'wss:' : 'ws:';
   const params = new URLSearchParams();
   if (token) params.set('token', token);
   if (run && run !== CLASS_RUN) params.set('run', run);
+  if (key) params.set('key', key);
   const query = params.toString();
   return `${scheme}//${loc.host}/ws${query ? `?${query}` : ''}`;
 }
@@ -28,9 +30,9 @@ export function backoffDelay(attempt, random = Math.random) {
   return Math.round(ceiling * (0.5 + 0.5 * random()));
 }
 
-export function connect(store, { token = null, url = null } = {}) {
+export function connect(store, { token = null, url = null, key = null } = {}) {
   let run = CLASS_RUN;
-  const urlNow = () => url ?? wsUrl(window.location, token, run);
+  const urlNow = () => url ?? wsUrl(window.location, token, run, key);
   let ws = null;
   let openedFor = run;
   let attempt = 0;
@@ -65,6 +67,9 @@ export function connect(store, { token = null, url = null } = {}) {
         console.warn('ignored a message that is not JSON');
         return;
       }
+      // The hello says which run this connection watches now (a run of the page's own is
+      // named by the server): a reconnect asks for that one.
+      if (msg?.type === 'hello' && typeof msg.watching === 'string') run = msg.watching;
       store.apply(msg);
     };
     ws.onclose = () => {

@@ -9,7 +9,7 @@ const ZOOM_STEP = 1.15;
 export const NEEDS_PRESENTER =
   'Only the presenter can start a new run: open the page with the presenter’s link (it carries the token)';
 
-export function createActions({ store, getStage, send, watch, overlays, getTour, getLabs, panels }) {
+export function createActions({ store, getStage, send, watch, key, overlays, getTour, getLabs, panels }) {
   const camera = { azimuth: 0, polar: 0, zoom: 1, moves: 0 };
 
   const stage = () => getStage();
@@ -172,6 +172,11 @@ export function createActions({ store, getStage, send, watch, overlays, getTour,
      * nobody else's page changes. False when there is no socket to ask on yet. */
     watchRun(id) {
       return watch ? watch(id) : false;
+    },
+    /** A run of this page's own (no rights needed): the server starts it with `choice` on
+     * the class run's settings and this page watches it; only this page controls it. */
+    ownRun(choice = {}) {
+      return send({ type: 'own_run', key, ...choice });
     },
     /** Start a new run; `choice` may name seed, preset, gpus and servers (the rest stays). */
     newRun(choice = {}) {

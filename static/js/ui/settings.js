@@ -2,9 +2,13 @@
 // then start training again from step 0, and, if asked, the lesson with it. The panel checks
 // the cluster rules as you type, in the server's words; the server checks them again and its
 // answer (a new hello, or an error naming the rule) closes the panel or is shown in it.
+// A page without the rights to change the class run starts a run of its own instead (the
+// server's side run, app/web/runs.py): it trains for this page alone, the class run goes on.
 
-import { NEEDS_PRESENTER } from './actions.js';
 import { el, fmtCount, fmtInt } from './format.js';
+
+const NEW_INTRO = "Starts training again from step 0 on the cluster you choose. The old run's history is kept.";
+const OWN_INTRO = 'Only the presenter changes the class run. This starts a run of your own from step 0, on this server, for you alone: the class run goes on, and you can go back to it. Nobody else controls yours; it stops a minute after you leave it.';
 
 // The server's hardware presets (app/engine/timing.py PRESETS); it refuses any other name.
 const PRESETS = [
@@ -15,15 +19,17 @@ const PRESETS = [
 ];
 // The same bounds as the server's own (ResetControl, and Settings for --gpus / --servers).
 const LIMITS = { seed: [0, 2 ** 31 - 1], gpus: [1, 4096], servers: [1, 1024] };
+// A run of one's own is smaller (app/web/runs.py OWN_GPUS_MAX): one computer does its work.
+export const OWN_GPUS_MAX = 64;
 // Past this many GPUs one computer doing every GPU's work steps slowly (about 2.8 s a step
 // at 1024 here): worth saying before a lesson waits on it.
 const SLOW_GPUS = 256;
 const ANSWER_MS = 30000;
 
 /** The choice in the fields, or the first rule it breaks (in the words the server uses). */
-export function checkChoice({ seed, preset, gpus, servers }) {
+export function checkChoice({ seed, preset, gpus, servers }, { own = false } = {}) {
   for (const [name, value] of Object.entries({ seed, gpus, servers })) {
-    const [lo, hi] = LIMITS[name];
+    const [lo, hi] = name === 'gpus' && own ? [1, OWN_GPUS_MAX] : LIMITS[name];
     if (!Number.isInteger(value)) return { problem: `${name} must be a whole number` };
     if (value < lo || value > hi) return { problem: `${name} must be between ${fmtInt(lo)} and ${fmtInt(hi)}` };
   }
@@ -44,6 +50,8 @@ export function mountSettings(store, { actions }) {
   const problem = $('newrun-problem');
   const why = $('newrun-why');
   const startBtn = $('newrun-start');
+  const title = $('newrun-title');
+  const intro = $('newrun-intro');
 
   for (const p of PRESETS) fields.preset.append(el('option', { value: p.id, text: p.label }));
   for (const name of ['seed', 'gpus', 'servers']) {
@@ -65,14 +73,18 @@ export function mountSettings(store, { actions }) {
     problem.hidden = !text;
   }
 
+  // Without the rights to change the class run, the panel starts a run of this page's own.
+  const own = () => !actions.canControl();
+
   function explain() {
-    const { choice, problem: bad } = checkChoice(read());
-    if (!actions.canControl()) {
-      say(NEEDS_PRESENTER);
-      startBtn.disabled = true;
-      why.textContent = '';
-      return;
-    }
+    const mine = own();
+    const { choice, problem: bad } = checkChoice(read(), { own: mine });
+    box.classList.toggle('own', mine);
+    title.textContent = mine ? 'A run of your own' : 'New run';
+    intro.textContent = mine ? OWN_INTRO : NEW_INTRO;
+    lesson.closest('label').hidden = mine;
+    fields.gpus.max = String(mine ? OWN_GPUS_MAX : LIMITS.gpus[1]);
+    if (!pending) startBtn.textContent = mine ? 'Start my own run' : 'Start';
     say(bad);
     startBtn.disabled = Boolean(bad) || Boolean(pending);
     if (!choice) {
@@ -103,7 +115,7 @@ export function mountSettings(store, { actions }) {
   function finish() {
     if (pending) clearTimeout(pending.timer);
     pending = null;
-    startBtn.textContent = 'Start';
+    startBtn.textContent = own() ? 'Start my own run' : 'Start';
   }
 
   function close() {
@@ -124,14 +136,14 @@ export function mountSettings(store, { actions }) {
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     if (pending) return;
-    const { choice, problem: bad } = checkChoice(read());
-    if (!actions.canControl()) return say(NEEDS_PRESENTER);
+    const mine = own();
+    const { choice, problem: bad } = checkChoice(read(), { own: mine });
     if (bad) return say(bad);
     const runId = store.state.hello?.run_id ?? null;
-    if (!actions.newRun(choice)) return undefined;
+    if (!(mine ? actions.ownRun(choice) : actions.newRun(choice))) return undefined;
     pending = {
       runId,
-      lesson: lesson.checked,
+      lesson: !mine && lesson.checked,
       timer: setTimeout(() => {
         finish();
         say('The server has not answered yet: the new run may still be starting. Try again in a moment.');

@@ -11,6 +11,8 @@ import { NEEDS_PRESENTER } from './actions.js';
 import { el } from './format.js';
 import { mountMenu } from './menu.js';
 
+const OWN_RUN_TITLE = 'A run of your own: only the presenter changes the class run, so this starts one for you alone';
+
 const SPEEDS = [
   { value: 'lesson', label: 'lesson', title: 'Lesson pace: about one step every two seconds' },
   { value: 1, label: '1', title: 'One step per second' },
@@ -77,9 +79,11 @@ export function mountToolbar(store, actions, bar) {
   const menu = mountMenu(store, { bar, panel });
   bar.append(menu.toggle, panel);
 
-  // Starting over throws the run away for everyone: only the presenter may. The buttons stay
-  // in sight (a viewer learns they exist) but are marked disabled and say why.
-  const presenterOnly = new Map([lesson, newRun].map((b) => [b, b.title]));
+  // Starting over throws the run away for everyone: only the presenter may. The lesson
+  // button stays in sight (a viewer learns it exists) but is marked disabled and says why;
+  // "new run…" opens for a viewer too, and starts a run of the viewer's own (ui/settings.js).
+  const presenterOnly = new Map([[lesson, lesson.title]]);
+  const newRunTitle = newRun.title;
 
   function render() {
     const st = store.state.status;
@@ -102,6 +106,7 @@ export function mountToolbar(store, actions, bar) {
       else b.setAttribute('aria-disabled', 'true');
       b.title = canControl ? title : NEEDS_PRESENTER;
     }
+    newRun.title = canControl ? newRunTitle : OWN_RUN_TITLE;
   }
   for (const name of [
     'snapshot',
