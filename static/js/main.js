@@ -20,14 +20,13 @@ import { createOverlays } from './ui/overlays.js';
 import { mountProbe } from './ui/probe.js';
 import { mountRewind } from './ui/rewind.js';
 import { mountDrawer, mountProjector, watchCompact } from './ui/projector.js';
-import { mountSettings } from './ui/settings.js';
+import { mountOwnRun, mountSettings } from './ui/settings.js';
 import { mountToolbar } from './ui/toolbar.js';
 import { mountTour } from './ui/tour.js';
 import { installTestHook } from './testhook.js';
 import { lazyStory } from './story/lazy.js';
 import { mountPresenter } from './presenter/index.js';
 import { mountStepWords } from './ui/describe.js';
-import { mountOwnRun } from './ui/ownrun.js';
 import { mountScaleField } from './scene/field/panel.js';
 import { mountLanguagePicker, startLanguage } from './i18n/lang.js';
 

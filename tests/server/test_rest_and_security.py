@@ -97,3 +97,21 @@ def test_public_server_needs_the_token_to_control(live_server) -> None:
     assert r.status_code == 200 and r.json()["status"]["state"] == "paused"
     # Watching stays open to everyone.
     assert httpx.get(srv.url + "/api/run").status_code == 200
+
+
+def test_the_pages_files_revalidate_with_a_short_etag(live_server) -> None:
+    """A page file carries a 16-digit ETag and no Last-Modified; asking again with that ETag
+    gets a 304 with no body, and a stale or foreign one gets the file."""
+    srv = live_server()
+    url = srv.url + "/static/js/main.js"
+    first = httpx.get(url, headers={"Accept-Encoding": "gzip"}, timeout=10)
+    etag = first.headers["etag"]
+    assert first.status_code == 200 and len(etag.strip('"')) == 16, etag
+    assert "last-modified" not in first.headers and "accept-ranges" not in first.headers
+    again = httpx.get(url, headers={"If-None-Match": etag}, timeout=10)
+    assert again.status_code == 304 and again.content == b""
+    assert again.headers["etag"] == etag and again.headers["cache-control"] == "no-cache"
+    listed = httpx.get(url, headers={"If-None-Match": f'"0000000000000000", W/{etag}'}, timeout=10)
+    assert listed.status_code == 304
+    stale = httpx.get(url, headers={"If-None-Match": '"0123456789abcdef"'}, timeout=10)
+    assert stale.status_code == 200 and stale.content == first.content

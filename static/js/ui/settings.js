@@ -189,3 +189,17 @@ export function mountSettings(store, { actions }) {
     },
   };
 }
+
+// "Your own run": while this page watches a run of its own, the header says so, with one
+// button back to the class run (the own run goes on a minute without a viewer, then stops).
+export function mountOwnRun(store, actions) {
+  const box = document.getElementById('own-run');
+  const back = document.getElementById('own-back');
+  if (!box || !back) return;
+  const show = () => {
+    box.hidden = !String(store.state.watching ?? '').startsWith('mine.');
+  };
+  back.addEventListener('click', () => actions.watchRun('class'));
+  store.on('hello', show);
+  show();
+}
