@@ -693,10 +693,12 @@ class FollowingMsg(BaseModel):
 
 class WatchMsg(BaseModel):
     """From any page: watch another run the server holds (its hello and snapshot follow), or
-    the class run again. Watching needs no rights; controlling a run does."""
+    the class run again. Watching needs no rights; controlling a run does. `warm` instead
+    only starts that run, if it is not running, for a watch that is coming (a story's next
+    chapters); nothing is sent back, and a run that cannot start is not an error then."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    type: Literal["watch"]
+    type: Literal["watch", "warm"]
     run: str = Field(min_length=1, max_length=64, pattern=RUN_REF_PATTERN)
 
 

@@ -44,6 +44,7 @@ router = APIRouter()
 # Close codes: 1008 policy violation (foreign origin), 1013 try again later (too slow).
 CLOSE_POLICY = 1008
 CLOSE_TOO_SLOW = 1013
+WARM_AT_ONCE = 2  # runs one connection may have starting for it in the background
 RATE_LIMITED = "too many messages: at most 10 a second, please"
 FOREIGN_ORIGIN = "pages from other sites may not open this server's websocket"
 
@@ -125,6 +126,7 @@ class Session:
         app = ws.app
         self.entry = entry  # the run this page watches; its controls go to that run
         self.key = viewer_key(ws.query_params.get("key"))  # the page's own key, if any
+        self._warming: set[asyncio.Future[Any]] = set()
         viewer.key = self.key
         self.runs: Runs = app.state.runs
         self.guard: Guard = app.state.guard
@@ -202,6 +204,24 @@ class Session:
             return
         self.entry.hub.hand_over(self.viewer, entry.hub, first)
         self.entry = entry
+
+    def warm(self, raw: dict[str, Any]) -> None:
+        """Start a run a watch will soon ask for, in the background: nothing is answered."""
+        try:
+            msg = watch_adapter.validate_python(raw)
+        except ValidationError as exc:
+            self.reply_error(*describe_validation(exc))
+            return
+        if msg.run in self.runs.entries or len(self._warming) >= WARM_AT_ONCE:
+            return
+        task = asyncio.ensure_future(self.runs.open(msg.run))
+        self._warming.add(task)
+        task.add_done_callback(self._warmed)
+
+    def _warmed(self, task: asyncio.Future[Any]) -> None:
+        self._warming.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.info("a run to warm did not start: %s", task.exception())
 
     async def own_run(self, raw: dict[str, Any]) -> None:
         """Start a run of this page's own (no rights needed) and watch it."""
@@ -282,6 +302,9 @@ class Session:
             return
         if kind == "watch":
             await self.watch(raw)
+            return
+        if kind == "warm":
+            self.warm(raw)
             return
         if kind == "own_run":
             await self.own_run(raw)

@@ -97,8 +97,14 @@ def test_a_page_switches_runs_on_one_connection_and_bad_asks_are_answered(live_s
                 await ws.send(json.dumps(bad))
                 assert (await _next(ws, "error"))["code"] == code, bad
             await _step_after(ws, 0)
+            # Warming a run starts it for a watch to come; this page keeps what it watches.
+            await ws.send(json.dumps({"type": "warm", "run": "one-gpu.one"}))
+            deadline = time.monotonic() + 60
+            while "one-gpu.one" not in {r["id"] for r in get_json(f"{srv.url}/api/runs")["runs"]}:
+                assert time.monotonic() < deadline, "the warmed run did not start"
+                await asyncio.sleep(0.2)  # a poll interval
             await ws.send(json.dumps({"type": "watch", "run": CLASS_RUN}))
-            back = await _next(ws, "hello")
+            back = await _next(ws, "hello")  # the first hello since: none came for the warm
             assert back["watching"] == CLASS_RUN and back["run_id"] == class_id
 
     asyncio.run(go())

@@ -122,6 +122,17 @@ export function mountStory(store, { getStage, actions, labels }) {
     else if (pending?.ref === ref && pending.runId === null) pending = null;
   }
 
+  /** The next two runs the story will need after this chapter's, started now on the
+   * server (they rest until watched), so a heavy chapter is ready when the class gets there. */
+  function warmAhead() {
+    const ahead = [];
+    for (const ch of story.chapters.slice(index + 1)) {
+      if (ch.run !== chapter().run && !ahead.includes(ch.run)) ahead.push(ch.run);
+      if (ahead.length === 2) break;
+    }
+    for (const key of ahead) actions?.warmRun?.(runRef(key));
+  }
+
   /** The chapter's run from step 0 (a reset of the story run this page watches): only with
    * the rights to change it; everyone watching that run starts over together. */
   function restart() {
@@ -276,6 +287,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     els.doBtn.hidden = !ch.do;
     els.doBtn.textContent = ch.do ? `${ch.do.label} (Space)` : '';
     ensureRun({ fresh: Boolean(ch.fresh && forward) });
+    if (store.state.hello) warmAhead();
     camera(ch);
     render();
     if (ch.module) {

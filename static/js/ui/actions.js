@@ -173,6 +173,10 @@ export function createActions({ store, getStage, send, watch, key, overlays, get
     watchRun(id) {
       return watch ? watch(id) : false;
     },
+    /** Have the server start a run this page will soon watch (a story's next chapters). */
+    warmRun(id) {
+      return send({ type: 'warm', run: id });
+    },
     /** A run of this page's own (no rights needed): the server starts it with `choice` on
      * the class run's settings and this page watches it; only this page controls it. */
     ownRun(choice = {}) {
