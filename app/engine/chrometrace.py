@@ -53,10 +53,11 @@ def chrome_trace(
     events: list[dict[str, Any]] = []
     servers = sorted(set(server_of))
     for s in servers:
-        events.append(_meta("process_name", s, 0, {"name": f"server {s}"}))
+        # Named as the page names them, from 1; the ids (pid, tid) stay the engine's.
+        events.append(_meta("process_name", s, 0, {"name": f"server {s + 1}"}))
         events.append(_meta("process_sort_index", s, 0, {"sort_index": s}))
     for g, s in enumerate(server_of):
-        events.append(_meta("thread_name", s, g, {"name": f"GPU {g}"}))
+        events.append(_meta("thread_name", s, g, {"name": f"GPU {g + 1}"}))
         events.append(_meta("thread_sort_index", s, g, {"sort_index": g}))
     # Pipeline sends and receives, and gradient buckets all-reduced during the backward, run
     # beside compute: they get a thread of their own per GPU (its copy engine / second
@@ -65,7 +66,8 @@ def chrome_trace(
     copiers |= {g for r in trace.rings if KINDS[r.kind]["overlaps"] for g in r.ring}
     copiers = sorted(copiers)
     for g in copiers:
-        events.append(_meta("thread_name", server_of[g], COPY_TID + g, {"name": f"GPU {g} copies"}))
+        name = {"name": f"GPU {g + 1} copies"}
+        events.append(_meta("thread_name", server_of[g], COPY_TID + g, name))
         events.append(_meta("thread_sort_index", server_of[g], COPY_TID + g, {"sort_index": g}))
 
     def tid(gpu: int, kind: str) -> int:

@@ -209,17 +209,18 @@ class Plan:
         ]
 
     def describe(self, g: int) -> str:
-        """What GPU g holds, in words (the memory account's `holds`)."""
+        """What GPU g holds, in words (the memory account's `holds`), counting from 1 as
+        people do: "replica 1, stage 2 of 2"."""
         d, s, t = self.coords(g)
         if self.data_parallel_only and self.ep == 1:
             return "replica"
-        parts = [f"replica {d}"]
+        parts = [f"replica {d + 1}"]
         if self.pp > 1:
-            parts.append(f"stage {s} of {self.pp}")
+            parts.append(f"stage {s + 1} of {self.pp}")
         if self.tp > 1:
-            parts.append(f"tensor shard {t} of {self.tp}")
+            parts.append(f"tensor shard {t + 1} of {self.tp}")
         if self.ep > 1:
-            parts.append(f"expert shard {d % self.ep} of {self.ep}")
+            parts.append(f"expert shard {d % self.ep + 1} of {self.ep}")
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, int | str]:

@@ -577,7 +577,7 @@ class Trainer:
             Event(
                 "gpu_failed",
                 self.step,
-                f"GPU {gpu} failed during step {failed_step}",
+                f"GPU {gpu + 1} failed during step {failed_step}",  # on screen, from 1
                 {"gpu": gpu},
             )
         ]
@@ -605,7 +605,7 @@ class Trainer:
             Event(
                 "gpu_replaced",
                 self.step,
-                f"GPU {gpu} replaced; it loaded the checkpoint and rejoined the ring",
+                f"GPU {gpu + 1} replaced; it loaded the checkpoint and rejoined the ring",
                 {"gpu": gpu},
             )
         )
@@ -717,7 +717,7 @@ def _divergence(losses: list[float], grad_norm: float, lr: float) -> str | None:
         return f"the loss is {sum(losses) / len(losses)}"
     if bad:
         more = f" (and {len(bad) - 1} more GPUs')" if len(bad) > 1 else ""
-        return f"GPU {bad[0]}'s loss is {losses[bad[0]]}{more}"
+        return f"GPU {bad[0] + 1}'s loss is {losses[bad[0]]}{more}"
     if not math.isfinite(grad_norm):
         return f"the gradient norm is {grad_norm}"
     if not math.isfinite(lr):

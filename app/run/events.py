@@ -124,6 +124,11 @@ def record_set_aside(step: int, *, moved_to: str, reason: str, why: str) -> Even
 _VIA = {"leaf": "out through the network and back via the leaf switch", "spine": "up via a spine"}
 
 
+def _n(gpu: object) -> object:
+    """A GPU id as the page numbers it (from 1); anything else as it is."""
+    return gpu + 1 if isinstance(gpu, int) else gpu
+
+
 def fault_injected(
     step: int,
     *,
@@ -136,16 +141,18 @@ def fault_injected(
 ) -> EventMsg:
     """A fault at scale is set for steps [start, start + steps) (Trainer.inject). `link`: for
     a cut link, the hop it cuts ({src, dst, link, via}: its link kind, and the kind of path
-    it takes instead)."""
+    it takes instead). The message counts GPUs from 1, as the page does; `detail` keeps ids."""
     last = start + steps - 1
     when = f"step {start}" if steps == 1 else f"steps {start}-{last}"
     detail: dict[str, object] = {"kind": kind, "target": target, "start": start, "steps": steps}
     if kind == "dead":
-        message = f"GPU {target} will fail in step {start}: the run rolls back to its checkpoint"
+        message = (
+            f"GPU {target + 1} will fail in step {start}: the run rolls back to its checkpoint"
+        )
         detail["gpu"] = target
     elif kind == "straggler":
         message = (
-            f"GPU {target} runs {factor:g}x slower in {when}: "
+            f"GPU {target + 1} runs {factor:g}x slower in {when}: "
             "the others wait for it at the all-reduce"
         )
         detail |= {"gpu": target, "factor": factor}
@@ -159,6 +166,6 @@ def fault_injected(
             around = "its traffic moves to the other spines (no slower in this model)"
         else:
             around = f"the ring's hop goes {_VIA.get(str(via), f'via {via}')}"
-        message = f"Link GPU {src} → GPU {dst} ({was}) cut in {when}: {around}"
+        message = f"Link GPU {_n(src)} → GPU {_n(dst)} ({was}) cut in {when}: {around}"
         detail |= {"gpu": target, **link}
     return EventMsg(kind="fault_injected", step=step, message=message, detail=detail)

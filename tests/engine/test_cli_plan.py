@@ -58,7 +58,7 @@ def test_a_planned_run_reports_its_plan_bubble_memory_and_traffic(tmp_path) -> N
     # The trace file has each GPU's copy engine beside it.
     names = {e["args"]["name"] for e in json.loads(out.read_text())["traceEvents"]
              if e["name"] == "thread_name"}  # fmt: skip
-    assert {"GPU 0", "GPU 0 copies", "GPU 7 copies"} <= names
+    assert {"GPU 1", "GPU 1 copies", "GPU 8 copies"} <= names
 
 
 def test_experts_from_the_command_line(tmp_path) -> None:

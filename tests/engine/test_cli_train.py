@@ -77,7 +77,7 @@ def test_resume_and_failure_reach_the_same_weights(tmp_path, capsys):
     )
     assert failed["restarts"] == 1
     assert failed["params_sha256"] == straight["params_sha256"]
-    assert "GPU 3 failed during step 8" in err
+    assert "GPU 4 failed during step 8" in err  # GPU id 3, counted from 1
     assert first["params_sha256"] != straight["params_sha256"]  # the runs really moved on
 
 

@@ -88,7 +88,7 @@ def _poison_once(t: Trainer, step: int, how: str) -> None:
 
 @pytest.mark.parametrize(
     ("how", "words"),
-    [("gpu_loss", "GPU 1's loss is inf"), ("grad", "the gradient norm is inf")],
+    [("gpu_loss", "GPU 2's loss is inf"), ("grad", "the gradient norm is inf")],
 )
 def test_a_diverged_step_can_be_retried_and_the_run_ends_as_if_it_never_happened(
     tmp_path, how, words

@@ -40,7 +40,8 @@ def test_tensor_ranks_are_innermost_then_stages_then_replicas() -> None:
         members = sorted(g for group in groups for g in group)
         assert members == list(range(16)) and all(len(x) == size for x in groups)
     assert plan.stage_gpus(1) == [2, 6, 10, 14, 3, 7, 11, 15]  # row t * dp + d
-    assert plan.describe(7) == "replica 1, stage 1 of 2, tensor shard 1 of 2, expert shard 1 of 2"
+    # Counted from 1, as people do: GPU 7 is the second replica's second stage and shard.
+    assert plan.describe(7) == "replica 2, stage 2 of 2, tensor shard 2 of 2, expert shard 2 of 2"
 
 
 def test_data_parallel_is_the_plan_dp_equals_gpus() -> None:

@@ -151,9 +151,10 @@ def test_chrome_trace_has_a_thread_per_gpu_and_flow_arrows(reports) -> None:
     events = doc["traceEvents"]
     assert doc["displayTimeUnit"] == "ns" and doc["otherData"]["step"] == r2.step
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
-    assert names == {(server_of[g], g): f"GPU {g}" for g in range(G)}
+    # Named from 1, as the page names them; the ids stay the engine's.
+    assert names == {(server_of[g], g): f"GPU {g + 1}" for g in range(G)}
     procs = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
-    assert procs == {s: f"server {s}" for s in set(server_of)}
+    assert procs == {s: f"server {s + 1}" for s in set(server_of)}
     slices = [e for e in events if e["ph"] == "X"]
     for g in range(G):
         mine = [e for e in slices if e["tid"] == g]

@@ -208,9 +208,9 @@ def test_each_gpu_holds_and_counts_only_its_shards(piped, tmp_path) -> None:
     copies = sum(math.prod(s) * (1 if tp_split(n) else plan.tp) for n, s in shapes.items())
     assert held == copies * 4
     assert [g.holds for g in t.gpus][:3] == [
-        "replica 0, stage 0 of 2, tensor shard 0 of 2",
-        "replica 0, stage 0 of 2, tensor shard 1 of 2",
-        "replica 0, stage 1 of 2, tensor shard 0 of 2",
+        "replica 1, stage 1 of 2, tensor shard 1 of 2",
+        "replica 1, stage 1 of 2, tensor shard 2 of 2",
+        "replica 1, stage 2 of 2, tensor shard 1 of 2",
     ]
 
 
@@ -272,7 +272,7 @@ def test_chrome_trace_has_copy_threads_and_arrows_for_every_send(piped) -> None:
     events = doc["traceEvents"]
     names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
     for g in range(t.config.gpus):
-        assert names[g] == f"GPU {g}" and names[COPY_TID + g] == f"GPU {g} copies"
+        assert names[g] == f"GPU {g + 1}" and names[COPY_TID + g] == f"GPU {g + 1} copies"
     slices = [e for e in events if e["ph"] == "X"]
     for g in range(t.config.gpus):
         own = sum(e["dur"] for e in slices if e["tid"] == g)

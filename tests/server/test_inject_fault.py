@@ -72,7 +72,7 @@ def test_a_straggler_is_slow_and_the_others_wait_for_it(srv) -> None:
         "gpu": 5,
         "factor": STRAGGLER_FACTOR,
     }
-    assert "GPU 5" in ev["message"] and "slower" in ev["message"]
+    assert "GPU 6 runs" in ev["message"] and "slower" in ev["message"]  # id 5, from 1
     fwd = {tuple(s["lanes"] or []): s["dur"] for s in spans(step, "forward")}
     assert fwd[(5,)] == pytest.approx(STRAGGLER_FACTOR * fwd[(0, 1, 2, 3, 4, 6, 7)])
     waits = [s for s in spans(step, "wait") if s["lanes"] and 5 not in s["lanes"]]
@@ -110,7 +110,7 @@ def test_a_cut_link_sends_the_ring_the_longer_way(srv) -> None:
     d = ev["detail"]
     assert (d["kind"], d["src"], d["dst"], d["link"]) == ("link", 1, hop["dst"], hop["kind"])
     assert d["via"] == REROUTE.get(hop["kind"], hop["kind"]) != hop["kind"]
-    assert f"GPU 1 → GPU {hop['dst']}" in ev["message"]
+    assert f"GPU 2 → GPU {hop['dst'] + 1}" in ev["message"]  # ids 1 and dst, from 1
     rings = [r for r in step["trace"]["rings"] if 1 in r["ring"]]
     assert rings and all(r["links"][r["ring"].index(1)] == d["via"] for r in rings)
 

@@ -78,7 +78,7 @@ def test_reset_to_dp2_tp2_pp2_with_microbatches_serves_that_plan(srv) -> None:
     assert [(r["dp"], r["stage"], r["tp"]) for r in roles] == [
         (d, s, t) for d in range(2) for s in range(2) for t in range(2)
     ]
-    assert roles[3]["holds"] == "replica 0, stage 1 of 2, tensor shard 1 of 2"
+    assert roles[3]["holds"] == "replica 1, stage 2 of 2, tensor shard 2 of 2"
     assert roles[0]["layers"] == [0, 1] and roles[3]["layers"] == [1, 2]
     assert all(r["experts"] == [0, 0] for r in roles)
     for s in steps:
@@ -101,7 +101,7 @@ def test_reset_to_16_experts_top2_over_4_gpus_sends_tokens_all_to_all(srv) -> No
     roles = hello["roles"]
     # Each EP group of 4 GPUs shares out the 16 experts, 4 each.
     assert [r["experts"] for r in roles[:5]] == [[0, 4], [4, 8], [8, 12], [12, 16], [0, 4]]
-    assert roles[5]["holds"] == "replica 5, expert shard 1 of 4"
+    assert roles[5]["holds"] == "replica 6, expert shard 2 of 4"
     for s in steps:
         assert "all_to_all" in kinds_in(s["trace"]) and s["trace"]["all_to_all"]
         assert s["plan_stats"]["traffic_bytes"]["all_to_all"] > 0

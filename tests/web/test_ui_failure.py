@@ -42,7 +42,7 @@ def test_k_fails_a_gpu_and_the_run_rolls_back(page_at, web) -> None:
     toast.wait_for(timeout=10_000)
     text = toast.inner_text()
     assert re.fullmatch(
-        rf"GPU {gpu} failed at step {rb['failedStep']} — rolled back to step "
+        rf"GPU {gpu + 1} failed at step {rb['failedStep']} — rolled back to step "
         rf"{rb['restoredStep']} \({rb['stepsLost']} steps? lost\), GPU replaced",
         text,
     ), text

@@ -214,7 +214,7 @@ export function create() {
       parts.push(
         s('g', { class: 'ring-node', transform: `translate(${x.toFixed(1)},${y.toFixed(1)})` },
           s('circle', { r: nodeR }),
-          s('text', { y: sub ? -small * 0.15 : small * 0.36, class: 'ring-node-label', style: `font-size:${small}px`, text: longNames ? `GPU ${i}` : String(i) }),
+          s('text', { y: sub ? -small * 0.15 : small * 0.36, class: 'ring-node-label', style: `font-size:${small}px`, text: longNames ? `GPU ${i + 1}` : String(i + 1) }),
           sub ? s('text', { y: small * 1.0, class: 'ring-node-sub', style: `font-size:${small}px`, text: `owns ${LETTERS[data.owner_chunk[i]]}` }) : null,
         ),
       );
@@ -232,10 +232,10 @@ export function create() {
     const recv = new Set((cur?.sends ?? []).map((x) => `${x.dst}:${x.chunk}`));
     const head = h('tr', {}, h('th', { text: '' }), ...Array.from({ length: g }, (_, c) => h('th', { scope: 'col', translate: 'no', text: LETTERS[c] })));
     const rows = vals.map((row, i) =>
-      h('tr', {}, h('th', { scope: 'row', text: `GPU ${i}` }), ...row.map((v, c) => {
+      h('tr', {}, h('th', { scope: 'row', text: `GPU ${i + 1}` }), ...row.map((v, c) => {
         const k = cov[i][c];
         const cls = ['cell', k === g ? 'done' : k > 1 ? 'partial' : 'own', recv.has(`${i}:${c}`) ? 'got' : ''].join(' ');
-        return h('td', { class: cls, style: `--cov:${(k / g).toFixed(3)}`, title: `GPU ${i}, chunk ${LETTERS[c]}: ${v} (sum of ${k} of ${g} GPUs' numbers)`, text: String(v) });
+        return h('td', { class: cls, style: `--cov:${(k / g).toFixed(3)}`, title: `GPU ${i + 1}, chunk ${LETTERS[c]}: ${v} (sum of ${k} of ${g} GPUs' numbers)`, text: String(v) });
       })),
     );
     const foot = h('tr', { class: 'totals' }, h('th', { scope: 'row', text: 'total' }), ...data.totals.map((t) => h('td', { text: String(t) })));
@@ -254,7 +254,7 @@ export function create() {
       h('span', { text: ` so far (one ${data.chunk_bytes}-byte chunk per pass). Whole all-reduce: ` }),
       h('b', { class: 'ar', text: `${bytes(data.ring_busiest_bytes)} on the busiest ring link` }),
       h('span', { text: ` vs ` }),
-      h('b', { class: 'naive', text: `${bytes(data.naive_busiest_bytes)} into GPU 0` }),
+      h('b', { class: 'naive', text: `${bytes(data.naive_busiest_bytes)} into GPU 1` }),
       h('span', { text: ` if all ${g} GPUs sent everything to one GPU.` }),
     );
   }

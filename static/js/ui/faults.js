@@ -34,7 +34,7 @@ export function faultCost(fault, step) {
     const wait = waits.reduce((a, s) => Math.max(a, s.dur), 0);
     const others = waits.length ? waits[0].lanes.length : 0;
     return {
-      what: `GPU ${d.gpu} computes ${d.factor ?? 2}× slower`,
+      what: `GPU ${d.gpu + 1} computes ${d.factor ?? 2}× slower`,
       cost: wait > 0 ? `the other ${fmtInt(others)} wait ${fmtSeconds(wait)} for it` : '',
     };
   }
@@ -52,11 +52,11 @@ export function faultCost(fault, step) {
     const ringS = (trace?.rings ?? []).reduce((a, r) => a + r.pass_s.reduce((x, [s, n]) => x + s * n, 0), 0);
     const around = took && took !== d.link ? `its hop goes via the ${LINK_WORDS[took] ?? took}` : took ? 'the other spines carry it' : '';
     return {
-      what: `link GPU ${d.src} → GPU ${d.dst} (${LINK_WORDS[d.link] ?? d.link}) cut`,
+      what: `link GPU ${d.src + 1} → GPU ${d.dst + 1} (${LINK_WORDS[d.link] ?? d.link}) cut`,
       cost: around ? `${around}; all-reduce ${fmtSeconds(ringS)}` : '',
     };
   }
-  return { what: `GPU ${d.gpu} dies`, cost: 'the run rolls back to its last checkpoint' };
+  return { what: `GPU ${d.gpu + 1} dies`, cost: 'the run rolls back to its last checkpoint' };
 }
 
 export function mountFaults(store, { send, overlays }) {
@@ -120,11 +120,11 @@ export function mountFaults(store, { send, overlays }) {
     const options = [];
     if (f.target === 'gpu') {
       targetLabel.textContent = 'GPU';
-      for (const g of hello?.topology?.gpus ?? []) options.push([g.id, `GPU ${g.id} (server ${g.server})`]);
+      for (const g of hello?.topology?.gpus ?? []) options.push([g.id, `GPU ${g.id + 1} (server ${g.server + 1})`]);
     } else if (f.target === 'link') {
       targetLabel.textContent = 'link';
       for (const l of hello?.topology?.ring_links ?? []) {
-        options.push([l.src, `GPU ${l.src} → GPU ${l.dst} (${LINK_WORDS[l.kind] ?? l.kind})`]);
+        options.push([l.src, `GPU ${l.src + 1} → GPU ${l.dst + 1} (${LINK_WORDS[l.kind] ?? l.kind})`]);
       }
     } else {
       targetLabel.textContent = 'stall';

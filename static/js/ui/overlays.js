@@ -28,7 +28,7 @@ export function createOverlays(store) {
     const p = pending;
     pending = null;
     clearTimeout(flushTimer);
-    let msg = `GPU ${p.gpu} failed at step ${p.step}`;
+    let msg = `GPU ${p.gpu + 1} failed at step ${p.step}`; // ids from 0, people count from 1
     if (p.restored !== undefined) {
       msg += ` — rolled back to step ${p.restored} (${fmtCount(p.lost, 'step')} lost)`;
     }
@@ -62,7 +62,7 @@ export function createOverlays(store) {
           pending.replaced = true;
           flushFailure();
         } else {
-          toast(`GPU ${d.gpu} replaced`, 'info');
+          toast(`GPU ${d.gpu + 1} replaced`, 'info');
         }
         break;
       case 'checkpoint_skipped':
