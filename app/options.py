@@ -223,6 +223,13 @@ class Options(BaseSettings):
         ge=0,
         description="stop stepping after this many seconds with no viewer, 0 never",
     )
+    side_runs: Annotated[int, On("serve", "watch", metavar="N")] = Field(
+        default=8,
+        ge=0,
+        le=64,
+        description="most story runs held at once beside the class run (a story's chapters "
+        "each watch one); 0: none, the story is told on the run a page watches",
+    )
     control_rate: float = Field(
         default=10.0, gt=0, description="inbound messages per second per client (a token bucket)"
     )

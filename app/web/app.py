@@ -83,6 +83,7 @@ def create_app(settings: Settings | None = None, *, watch: bool = False) -> Fast
             side_runs=story_routes.side_run,
             make_hub=make_hub,
             options=settings.runner_options(),
+            max_side=settings.side_runs,
         )
         # The presenter speaks to every page, whichever run it watches.
         app.state.presenter = Presenter(runs)

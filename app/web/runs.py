@@ -156,6 +156,8 @@ class Runs:
         if side is None:
             raise RunError("unknown_run", f"this server holds no run {run_id!r}")
         stories = sum(1 for e in self.entries.values() if e.kind == "story")
+        if self.max_side == 0:
+            raise RunError("no_side_runs", "this server holds no runs beside the class run")
         if stories + len(self._starting) >= self.max_side:
             raise RunError(
                 "too_many_runs",

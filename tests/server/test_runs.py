@@ -199,6 +199,11 @@ def test_side_runs_are_bounded_shared_and_stopped_when_nobody_watches(tmp_path, 
         assert await runs.reap() == [again.id]
         await runs.close()
         assert b.runner.stopped and not runs.class_run.runner.stopped
+        # A server started with --side-runs 0 holds none: each ask says so.
+        none = _runs(tmp_path, lambda: now[0], max_side=0)
+        with pytest.raises(RunError) as held:
+            await none.open("s.a")
+        assert held.value.code == "no_side_runs"
 
     asyncio.run(go())
 

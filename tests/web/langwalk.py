@@ -36,8 +36,10 @@ MISSES_JS = "window.trainingRunI18n ? [...window.trainingRunI18n.misses.entries(
 # so the page is quiet between the walk's actions and draws nothing it does not need to.
 RIGHTS = ("--gpus", "8", "--servers", "2", "--checkpoint-every", "5", "--speed", "4")
 VIEWER_TOKEN = "langwalk-7"
+# The viewer's server holds no story runs (--side-runs 0): the walk reads each chapter's words
+# on the class run, with the note that says so, and trains nothing more for it.
 VIEWER = ("--gpus", "1", "--servers", "1", "--public", "--token", VIEWER_TOKEN, "--speed", "max",
-          "--rest-after", "0")  # fmt: skip
+          "--rest-after", "0", "--side-runs", "0")  # fmt: skip
 
 
 def settle(srv, token: str | None = None, steps: int = 6) -> None:

@@ -16,6 +16,7 @@ import { fillTemplate } from '../ui/live.js';
 import { PENDING, storyValues } from './values.js';
 
 const STORY_IDS = ['one-gpu'];
+const NO_RUN_HERE = 'This server cannot start the run this chapter needs now, so the chapter shows the run you watch.';
 
 /** Does the live run train as `want` asks (cluster, model and plan)? */
 export function runMatches(hello, want) {
@@ -151,8 +152,11 @@ export function mountStory(store, { getStage, actions, labels }) {
   });
   store.on('error', (msg) => {
     if (!pending) return;
+    // A watch refused (no runs beside the class run here, or too many): the chapter is told
+    // on the run this page watches. A restart refused: the server's reason.
+    const watchRefused = pending.runId === null;
     pending = null;
-    refused = msg.message || msg.code || 'the server refused it';
+    refused = watchRefused ? NO_RUN_HERE : msg.message || msg.code || 'the server refused it';
     if (active) render();
   });
   store.on('step', () => {
@@ -164,6 +168,7 @@ export function mountStory(store, { getStage, actions, labels }) {
   function note() {
     const ch = chapter();
     if (!ch) return '';
+    if (refused === NO_RUN_HERE) return NO_RUN_HERE;
     if (refused) return `The run could not be changed for this chapter: ${refused}`;
     if (notYours) return notYours;
     if (!store.state.hello) return 'Connecting to the run…';
