@@ -115,6 +115,13 @@ def test_a_broken_story_is_named(tmp_path, monkeypatch) -> None:
 def story_server(tmp_path: Path, web):
     srv = web.ServerProcess(tmp_path / "run", *SERVE)
     srv.start(fresh=True, timeout=120)
+    # The 64-GPU team's run takes the longest to start: warmed now (as a story warms the runs
+    # ahead of its chapter), it builds while the walk reads the chapters before it.
+    from websockets.sync.client import connect
+
+    with connect(srv.ws_url) as ws:
+        ws.send(json.dumps({"type": "warm", "run": "one-gpu.team64"}))
+        ws.recv(timeout=30)  # the hello: the server has the connection, and the warm after it
     try:
         yield srv
     finally:
