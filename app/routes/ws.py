@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
@@ -227,7 +228,7 @@ class Session:
         """Start a run of this page's own (no rights needed) and watch it."""
         try:
             msg = own_run_adapter.validate_python(raw)
-            config = reset_config(self.runs.class_run.runner.view.config, msg)
+            config = reset_config(self.runs.base_config(), msg)
             self.key = self.viewer.key = msg.key
             entry = await self.runs.own(msg.key, config)
         except ValidationError as exc:
@@ -336,7 +337,7 @@ def viewer_key(key: str | None) -> str | None:
     return key if ok else None
 
 
-def first_frames(entry: RunEntry, can_control: bool):  # noqa: ANN201 - a closure
+def first_frames(entry: RunEntry, can_control: bool) -> Callable[[], list[str]]:
     """What a page watching `entry` gets before anything else: the run's hello and snapshot."""
 
     def first() -> list[str]:

@@ -73,10 +73,15 @@ class RunEntry:
             and secrets.compare_digest(self.owner_key, key)
         )
 
+    def config(self) -> RunConfig | None:
+        """The config the run trains with; None for an attached job (its own, not ours)."""
+        view = getattr(self.runner, "view", None)
+        return view.config if getattr(view, "info", None) is not None else None
+
     def describe(self) -> dict[str, Any]:
         status = self.runner.status()
-        view = getattr(self.runner, "view", None)
-        config = view.config.to_dict() if view is not None and view.info is not None else {}
+        config = self.config()
+        config = config.to_dict() if config is not None else {}
         keys = ("gpus", "servers", "n_layer", "experts", "tp", "pp", "ep", "microbatches")
         return {
             "id": self.id,
@@ -129,6 +134,11 @@ class Runs:
     @property
     def class_run(self) -> RunEntry:
         return self.entries[CLASS_RUN]
+
+    def base_config(self) -> RunConfig:
+        """What a page's own run starts from: the class run's config now (after any reset),
+        or the server's settings when the class run is an attached job."""
+        return self.class_run.config() or self._options.config
 
     def viewers(self) -> list[Viewer]:
         """Every page, whatever run it watches (the presenter speaks to all of them)."""

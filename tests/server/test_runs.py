@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 import websockets
-from servers import get_json
+from servers import ServerProcess, get_json
 
 from app.engine.config import RunConfig
 from app.protocol import CLASS_RUN, RunStatus
@@ -264,3 +264,25 @@ def test_any_page_starts_a_run_of_its_own_and_only_it_controls_that_run(live_ser
         assert listed[CLASS_RUN]["run_id"] == class_id and listed[CLASS_RUN]["state"] == "running"
 
     asyncio.run(go())
+
+
+def test_a_watch_server_lists_its_attached_run_and_starts_a_pages_own(tmp_path) -> None:
+    """Under `trainingrun watch` the class run is the attached job: it is listed as such, and
+    a page's own run starts from the server's own settings."""
+    srv = ServerProcess(tmp_path / "watch", "--log-level", "warning", command="watch").start()
+
+    async def go() -> None:
+        listed = get_json(f"{srv.url}/api/runs")["runs"]
+        assert [(r["id"], r["kind"], r["config"]) for r in listed] == [(CLASS_RUN, "attached", {})]
+        async with websockets.connect(srv.ws_url) as ws:
+            await _next(ws, "snapshot")  # no hello until a job attaches
+            await ws.send(
+                json.dumps({"type": "own_run", "key": "watch-page-1", "gpus": 2, "servers": 1})
+            )
+            mine = await _next(ws, "hello")
+            assert mine["watching"].startswith("mine.") and mine["config"]["gpus"] == 2
+
+    try:
+        asyncio.run(go())
+    finally:
+        srv.stop()
