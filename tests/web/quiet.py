@@ -75,10 +75,16 @@ def quiet(page, timeout: float = 30_000, ms: int = QUIET_MS) -> None:
             page.wait_for_function(quiet_js(ms), timeout=left)
             if not flying:
                 return
-            while flying and time.monotonic() < deadline:
-                page.wait_for_timeout(10)  # a poll: Playwright delivers request events here
-            if flying:
-                raise PlaywrightTimeout(f"requests in flight: {[r.url for r in flying]}")
+            while flying:
+                left = (deadline - time.monotonic()) * 1000
+                if left <= 0:
+                    raise PlaywrightTimeout(f"requests in flight: {[r.url for r in flying]}")
+                # Until a request ends; one that fails leaves `flying` by its own event, seen
+                # within a second at most.
+                try:
+                    page.wait_for_event("requestfinished", timeout=min(left, 1000))
+                except PlaywrightTimeout:
+                    pass
     except PlaywrightTimeout:
         state = page.evaluate("window.__quiet && { ...window.__quiet }")
         left = [r.url for r in flying]
