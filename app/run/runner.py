@@ -323,7 +323,7 @@ class Runner:
         if self._respawn_note:
             return self._respawn_note
         if not self._worker.alive:
-            return self._worker.last_failure or "the training worker is not running"
+            return self._worker.down_reason()
         if not self._worker.reader_alive:
             return "the thread that reads from the training worker has stopped"
         if self.history.write_problem is not None:

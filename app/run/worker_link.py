@@ -103,6 +103,15 @@ class WorkerLink:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.is_alive()
 
+    def down_reason(self) -> str:
+        """Why the worker is not running, in one line: what its reader saw when it stopped,
+        else (the reader has not seen the end yet) how the process exited."""
+        if self.last_failure:
+            return self.last_failure
+        if self._proc is not None and self._proc.exitcode is not None:
+            return exit_reason(self._proc.exitcode)
+        return "the training worker is not running"
+
     @property
     def reader_alive(self) -> bool:
         """Whether the thread that reads the worker's messages is still running."""

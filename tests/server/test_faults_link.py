@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -147,3 +148,19 @@ def test_why_a_worker_stopped_is_one_line() -> None:
     assert len(last_line("OSError: " + "x" * 1000)) == 300
     assert exit_reason(-9) == "the training worker was killed by SIGKILL"
     assert exit_reason(1) == "the training worker exited with code 1"
+
+
+def test_a_killed_worker_is_named_before_its_reader_has_seen_it_go() -> None:
+    """Health may ask between the worker's death and its reader noticing: the reason comes
+    from the process's exit then, not a vague 'not running'."""
+    import multiprocessing as mp
+    import signal as sig
+
+    proc = mp.get_context("spawn").Process(target=time.sleep, args=(60,))
+    proc.start()
+    os.kill(proc.pid, sig.SIGKILL)
+    proc.join(10)
+    link = WorkerLink(on_step=print, on_gone=print, on_diverged=print)
+    link._proc = proc  # the reader never ran: last_failure is still empty
+    assert link.last_failure == "" and not link.alive
+    assert link.down_reason() == "the training worker was killed by SIGKILL"
