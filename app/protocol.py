@@ -63,7 +63,7 @@ class EventMsg(_Out):
         description="engine kind (checkpoint_saved, checkpoint_skipped, checkpoint_failed, "
         "gpu_failed, restored, gpu_replaced, epoch_started, shard_rebuilt) or server kind "
         "(paused, resumed, speed_changed, run_reset, diverged, worker_failed, record_failed, "
-        "fault_injected, record_set_aside)"
+        "fault_injected, record_set_aside, recording_ended)"
     )
     step: int
     message: str
@@ -406,6 +406,18 @@ class AttachedRunMsg(_Out):
     hosts: list[str] = Field(description="the machines' names, as the ranks reported them")
 
 
+class RecordingMsg(_Out):
+    """A run played from a recording of a real run of this engine (app/run/recording.py)."""
+
+    kind: Literal["recording"] = "recording"
+    ref: str = Field(description="the run it is of, e.g. one-gpu.team64")
+    steps: int = Field(description="steps recorded")
+    first_step: int
+    last_step: int = Field(description="the last recorded step: the run stops there")
+    made_at: str = Field(description="when it was recorded (ISO 8601, UTC)")
+    made_with: str = Field(description="how: the record command, or while first watched")
+
+
 class HelloMsg(_Out):
     type: Literal["hello"] = "hello"
     protocol: int = PROTOCOL_VERSION
@@ -432,6 +444,11 @@ class HelloMsg(_Out):
         "none simulated: the step times are wall clock (or CUDA events), not the timing model",
     )
     attached: AttachedRunMsg | None = Field(default=None, description="the attached job")
+    recording: RecordingMsg | None = Field(
+        default=None,
+        description="set when the steps are played from a recording of a real run, "
+        "not computed now",
+    )
 
 
 # --- snapshot -----------------------------------------------------------------------------

@@ -40,14 +40,15 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def serving(
-    *args: str, command: str = "serve", ready_s: float = 120.0
+    *args: str, command: str = "serve", ready_s: float = 120.0, run_dir: str | None = None
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """(base URL, server process) of a server (`trainingrun serve`, or `watch`) started with
-    `args` beyond port and run dir."""
+    `args` beyond port and run dir (a temporary one unless `run_dir` is given)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "app.cli", command, "--port", str(port), "--run-dir", tmp]
+        where = run_dir or tmp
+        cmd = [sys.executable, "-m", "app.cli", command, "--port", str(port), "--run-dir", where]
         server = subprocess.Popen([*cmd, *args], cwd=ROOT, start_new_session=True)
         try:
             deadline = time.time() + ready_s

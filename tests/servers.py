@@ -37,6 +37,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+async def next_message(ws: Any, kind: str, timeout: float = 90.0) -> dict[str, Any]:
+    """The next message of `kind` on an open websocket (others are skipped)."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {kind} within {timeout} s"
+        msg = json.loads(await asyncio.wait_for(ws.recv(), left))
+        if msg["type"] == kind:
+            return msg
+
+
 def get_json(url: str, timeout: float = 10.0) -> Any:
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return json.loads(r.read())

@@ -34,6 +34,12 @@ def _train(argv: list[str]) -> int:
     return train_main(argv)
 
 
+def _record(argv: list[str]) -> int:
+    from app.cli.record import record_main
+
+    return record_main(argv)
+
+
 def _memory(argv: list[str]) -> int:
     from app.cli.memory import memory_main
 
@@ -51,6 +57,7 @@ COMMANDS: dict[str, tuple[str, Callable[[list[str]], int]]] = {
     "serve": ("serve the live training run on a web page (the default)", _serve),
     "watch": ("show a real PyTorch distributed job that reports to this server", _watch),
     "train": ("train headless: a progress bar, or JSON lines with --json", _train),
+    "record": ("train the story's heavy runs now and keep them, to play at a page's pace", _record),
     "memory": ("how much GPU memory a model needs to serve and to train", _memory),
     "estimate": ("time, GPU-hours, energy, cost and interruptions of a whole run", _estimate),
 }

@@ -83,6 +83,8 @@ class Story(_Strict):
     title: str
     subtitle: str
     runs: dict[str, StoryRun]
+    # The runs too heavy to compute live at a page's pace: `trainingrun record` records them.
+    recorded: list[str] = Field(default_factory=list)
     scale: StoryScale
     chapters: list[Chapter] = Field(min_length=1)
 
@@ -101,6 +103,9 @@ def load_story(story_id: str) -> Story:
             base.with_(**run.model_dump(), batch_size=RunConfig.batch_for(run.gpus, 64))
         except ValueError as e:
             raise ValueError(f"story {story_id!r}: run {name!r}: {e}") from None
+    for name in story.recorded:
+        if name not in story.runs:
+            raise ValueError(f"story {story_id!r}: recorded run {name!r} is not one of its runs")
     for ch in story.chapters:
         if ch.run not in story.runs:
             raise ValueError(f"story {story_id!r}: chapter {ch.id!r} needs unknown run {ch.run!r}")

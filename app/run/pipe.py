@@ -76,6 +76,9 @@ class RunInfo:
     # each GPU does under it (protocol.RoleMsg), as the engine's Plan says.
     plan: dict[str, Any] | None = None
     roles: list[dict[str, Any]] = field(default_factory=list)
+    # Where the steps come from when they are not computed now: a recording's description
+    # (app/run/recording.py RecordingMeta.describe, with "kind": "recording"); None: live.
+    source: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

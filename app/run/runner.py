@@ -275,6 +275,8 @@ class Runner:
         except WorkerUnavailable as exc:
             raise ControlError("unavailable", str(exc), 503) from exc
         if reply.error is not None:
+            if self.recording is not None:  # what a played recording cannot do: a refusal
+                raise ControlError("recording", reply.error, 409)
             raise ControlError("engine_error", reply.error, 500)
         return reply.result
 
@@ -284,6 +286,12 @@ class Runner:
             self._worker.post(Pace(running=self.state == "running", interval_s=interval))
 
     # --- the run's state ------------------------------------------------------------------
+
+    @property
+    def recording(self) -> dict[str, Any] | None:
+        """The recording this run plays (RunInfo.source), or None for a live run."""
+        info = self.view.info
+        return info.source if info is not None else None
 
     def adopt(self, info: RunInfo, *, reset: bool, unclean: bool = False) -> None:
         """Take on a run the worker has just opened (at start, after a crash, on reset)."""

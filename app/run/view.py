@@ -292,6 +292,7 @@ class RunView:
                 vocab_size=i.vocab_size,
                 plan=i.plan,
                 roles=i.roles,
+                recording=i.source,
             ).model_dump_json()
             self._hello_cache[can_control] = text
         return text

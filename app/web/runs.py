@@ -8,8 +8,11 @@ a page asks to watch it, with its own worker, record and checkpoints under
 run of its own ("mine.<hex>", `own`): any page, rights or not, with a reset's choices on the
 class run's settings, controlled only by the page that holds its key. A run nobody watches
 rests after a few seconds; a story's run is stopped after `SIDE_IDLE_S` without a viewer, a
-page's own after `OWN_IDLE_S`. At most `SIDE_RUNS_MAX` story runs and `OWN_RUNS_MAX` own
-runs (of at most `OWN_GPUS_MAX` GPUs) run at once; a page asking for more is told why not.
+page's own after `OWN_IDLE_S`. A story's run with a recording of exactly its config in
+`<run dir>/recordings/` (app/run/recording.py, made by `trainingrun record`) is played from
+it (app/run/replay.py) instead of computed: the heavy chapters go at a page's pace. At
+most `SIDE_RUNS_MAX` story runs and `OWN_RUNS_MAX` own runs (of at most `OWN_GPUS_MAX`
+GPUs) run at once; a page asking for more is told why not.
 
 Each run has its own hub of viewers; a page switching runs is handed from one hub to the
 other on the same connection (`Hub.hand_over`), so the presenter, who speaks to every page
@@ -21,17 +24,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from app.engine.config import RunConfig
 from app.protocol import CLASS_RUN
 from app.run.choice import RunnerOptions
 from app.run.history import History
+from app.run.recording import find_recording, recording_path
+from app.run.replay import replay_main
 from app.run.runner import Runner
 from app.web.hub import Hub, Viewer
 
@@ -83,11 +90,14 @@ class RunEntry:
         config = self.config()
         config = config.to_dict() if config is not None else {}
         keys = ("gpus", "servers", "n_layer", "experts", "tp", "pp", "ep", "microbatches")
+        recording = getattr(self.runner, "recording", None)
+        source = "recording" if recording else "live"
         return {
             "id": self.id,
             "kind": self.kind,
             "label": self.label,
-            "source": "attached" if self.kind == "attached" else "live",
+            "source": "attached" if self.kind == "attached" else source,
+            "recording": recording,
             "run_id": status.run_id,
             "state": status.state,
             "step": status.step,
@@ -228,8 +238,38 @@ class Runs:
         kind: str = "story",
         fresh: bool = False,
     ) -> RunEntry:
+        # A story's run recorded on exactly this config is played, not computed again.
+        recorded = None
+        if kind == "story" and find_recording(self._options.run_dir, run_id, config.to_dict()):
+            recorded = recording_path(self._options.run_dir, run_id, config.to_dict())
+            try:
+                return await self._start_runner(run_id, config, label, kind, fresh, recorded)
+            except Exception as exc:
+                # A recording whose head reads but whose steps do not: set aside, computed live.
+                aside = recorded.with_name(recorded.name + ".damaged")
+                with contextlib.suppress(OSError):
+                    recorded.replace(aside)
+                log.error(
+                    "the recording of %s could not be played (%s); set aside as %s, "
+                    "the run is computed instead",
+                    run_id,
+                    exc,
+                    aside.name,
+                )
+        return await self._start_runner(run_id, config, label, kind, fresh, None)
+
+    async def _start_runner(
+        self,
+        run_id: str,
+        config: RunConfig,
+        label: str,
+        kind: str,
+        fresh: bool,
+        recorded: Path | None,
+    ) -> RunEntry:
         o = self._options
-        run_dir = o.run_dir / "side" / run_id
+        # A played run keeps its own record: its steps never mix with a computed run's.
+        run_dir = o.run_dir / "side" / (run_id if recorded is None else f"{run_id}.played")
         run_dir.mkdir(parents=True, exist_ok=True)
         options = dataclasses.replace(
             o,
@@ -242,7 +282,11 @@ class Runs:
         )
         history = History(run_dir / "runs.sqlite")
         hub = self._make_hub()
-        runner = Runner(options, hub, history)
+        if recorded is not None:
+            play = functools.partial(replay_main, str(recorded))
+            runner = Runner(options, hub, history, worker_target=play)
+        else:
+            runner = Runner(options, hub, history)
         runner.view.watching = run_id
         try:
             await runner.start()
@@ -251,7 +295,8 @@ class Runs:
                 await runner.stop()
             history.close()
             raise
-        log.info("started the side run %s (%s)", run_id, label)
+        how = "played from its recording" if recorded is not None else label
+        log.info("started the side run %s (%s)", run_id, how)
         return RunEntry(run_id, kind, label, runner, hub, history, idle_since=self._clock())
 
     # --- stopping ------------------------------------------------------------------------

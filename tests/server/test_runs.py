@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 import websockets
-from servers import ServerProcess, get_json
+from servers import ServerProcess, get_json, next_message
 
 from app.engine.config import RunConfig
 from app.protocol import CLASS_RUN, RunStatus
@@ -28,20 +28,9 @@ SERVE = ("--gpus", "1", "--servers", "1", "--layers", "4", "--experts", "16", "-
          "64", "--speed", "max", "--checkpoint-every", "0", "--rest-after", "0")  # fmt: skip
 
 
-async def _next(ws, kind: str, timeout: float = 90.0) -> dict:
-    """The next message of `kind` (others are skipped)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        assert left > 0, f"no {kind} within {timeout} s"
-        msg = json.loads(await asyncio.wait_for(ws.recv(), left))
-        if msg["type"] == kind:
-            return msg
-
-
 async def _step_after(ws, step: int) -> dict:
     while True:
-        msg = await _next(ws, "step")
+        msg = await next_message(ws, "step")
         if msg["step"] > step:
             return msg
 
@@ -51,11 +40,11 @@ def test_a_story_run_leaves_the_class_run_and_its_pages_alone(live_server) -> No
 
     async def go() -> None:
         async with websockets.connect(srv.ws_url) as room:
-            hello = await _next(room, "hello")
+            hello = await next_message(room, "hello")
             assert hello["watching"] == CLASS_RUN and hello["config"]["gpus"] == 1
             class_id = hello["run_id"]
             async with websockets.connect(f"{srv.ws_url}?run=one-gpu.dp2") as story:
-                side = await _next(story, "hello")
+                side = await next_message(story, "hello")
                 assert side["watching"] == "one-gpu.dp2"
                 assert side["config"]["gpus"] == 2 and side["run_id"] != class_id
                 first = await _step_after(story, 0)
@@ -78,15 +67,15 @@ def test_a_page_switches_runs_on_one_connection_and_bad_asks_are_answered(live_s
 
     async def go() -> None:
         async with websockets.connect(f"{srv.ws_url}?run=nothing.here") as ws:
-            hello = await _next(ws, "hello")  # on the class run instead, told why
+            hello = await next_message(ws, "hello")  # on the class run instead, told why
             assert hello["watching"] == CLASS_RUN
             class_id = hello["run_id"]
-            err = await _next(ws, "error", 5)
+            err = await next_message(ws, "error", 5)
             assert err["code"] == "unknown_run" and "nothing.here" in err["message"]
             await ws.send(json.dumps({"type": "watch", "run": "one-gpu.ep2"}))
-            side = await _next(ws, "hello")
+            side = await next_message(ws, "hello")
             assert side["watching"] == "one-gpu.ep2" and side["plan"]["ep"] == 2
-            snap = await _next(ws, "snapshot")
+            snap = await next_message(ws, "snapshot")
             assert snap["status"]["run_id"] == side["run_id"]
             # Bad asks: each an error frame; the connection and the run go on.
             for bad, code in (
@@ -95,7 +84,7 @@ def test_a_page_switches_runs_on_one_connection_and_bad_asks_are_answered(live_s
                 ({"type": "watch", "run": "one-gpu.nope"}, "unknown_run"),
             ):
                 await ws.send(json.dumps(bad))
-                assert (await _next(ws, "error"))["code"] == code, bad
+                assert (await next_message(ws, "error"))["code"] == code, bad
             await _step_after(ws, 0)
             # Warming a run starts it for a watch to come; this page keeps what it watches.
             await ws.send(json.dumps({"type": "warm", "run": "one-gpu.one"}))
@@ -104,7 +93,7 @@ def test_a_page_switches_runs_on_one_connection_and_bad_asks_are_answered(live_s
                 assert time.monotonic() < deadline, "the warmed run did not start"
                 await asyncio.sleep(0.2)  # a poll interval
             await ws.send(json.dumps({"type": "watch", "run": CLASS_RUN}))
-            back = await _next(ws, "hello")  # the first hello since: none came for the warm
+            back = await next_message(ws, "hello")  # the first hello since: none came for the warm
             assert back["watching"] == CLASS_RUN and back["run_id"] == class_id
 
     asyncio.run(go())
@@ -232,33 +221,33 @@ def test_any_page_starts_a_run_of_its_own_and_only_it_controls_that_run(live_ser
     async def go() -> None:
         class_id = get_json(f"{srv.url}/api/run")["run_id"]
         async with websockets.connect(srv.ws_url) as ws:
-            assert (await _next(ws, "hello"))["can_control"] is False
+            assert (await next_message(ws, "hello"))["can_control"] is False
             await ws.send(json.dumps({"type": "own_run", "key": key, "gpus": 128}))
-            assert (await _next(ws, "error"))["code"] == "too_big"
+            assert (await next_message(ws, "error"))["code"] == "too_big"
             await ws.send(json.dumps({"type": "own_run", "key": key, "gpus": 3, "servers": 2}))
-            assert (await _next(ws, "error"))["code"] == "bad_config"
+            assert (await next_message(ws, "error"))["code"] == "bad_config"
             await ws.send(json.dumps({"type": "own_run", "key": key, "gpus": 2, "seed": 5}))
-            mine = await _next(ws, "hello")
+            mine = await next_message(ws, "hello")
             assert mine["watching"].startswith("mine.") and mine["can_control"] is True
             assert mine["config"]["gpus"] == 2 and mine["config"]["seed"] == 5
             await ws.send(json.dumps({"type": "control", "action": "pause"}))
-            assert (await _next(ws, "event"))["kind"] == "paused"
+            assert (await next_message(ws, "event"))["kind"] == "paused"
         # Back after a reconnect, by its key: still its run to control.
         own = f"{srv.ws_url}?run={mine['watching']}"
         async with websockets.connect(f"{own}&key={key}") as ws:
-            hello = await _next(ws, "hello")
+            hello = await next_message(ws, "hello")
             assert hello["run_id"] == mine["run_id"] and hello["can_control"] is True
             await ws.send(json.dumps({"type": "control", "action": "resume"}))
-            assert (await _next(ws, "event"))["kind"] == "resumed"
+            assert (await next_message(ws, "event"))["kind"] == "resumed"
         # Another page may watch it, but not steer it; nor may the owner steer the class run.
         async with websockets.connect(own) as ws:
-            assert (await _next(ws, "hello"))["can_control"] is False
+            assert (await next_message(ws, "hello"))["can_control"] is False
             await ws.send(json.dumps({"type": "control", "action": "pause"}))
-            assert (await _next(ws, "error"))["code"] == "forbidden"
+            assert (await next_message(ws, "error"))["code"] == "forbidden"
         async with websockets.connect(f"{srv.ws_url}?key={key}") as ws:
-            assert (await _next(ws, "hello"))["watching"] == CLASS_RUN
+            assert (await next_message(ws, "hello"))["watching"] == CLASS_RUN
             await ws.send(json.dumps({"type": "control", "action": "pause"}))
-            assert (await _next(ws, "error"))["code"] == "forbidden"
+            assert (await next_message(ws, "error"))["code"] == "forbidden"
         listed = {r["id"]: r for r in get_json(f"{srv.url}/api/runs")["runs"]}
         assert listed[mine["watching"]]["kind"] == "own"
         assert listed[CLASS_RUN]["run_id"] == class_id and listed[CLASS_RUN]["state"] == "running"
@@ -275,11 +264,11 @@ def test_a_watch_server_lists_its_attached_run_and_starts_a_pages_own(tmp_path) 
         listed = get_json(f"{srv.url}/api/runs")["runs"]
         assert [(r["id"], r["kind"], r["config"]) for r in listed] == [(CLASS_RUN, "attached", {})]
         async with websockets.connect(srv.ws_url) as ws:
-            await _next(ws, "snapshot")  # no hello until a job attaches
+            await next_message(ws, "snapshot")  # no hello until a job attaches
             await ws.send(
                 json.dumps({"type": "own_run", "key": "watch-page-1", "gpus": 2, "servers": 1})
             )
-            mine = await _next(ws, "hello")
+            mine = await next_message(ws, "hello")
             assert mine["watching"].startswith("mine.") and mine["config"]["gpus"] == 2
 
     try:
