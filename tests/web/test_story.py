@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,8 @@ from app.engine.config import RunConfig
 from app.engine.plan import plan_problems
 from app.paths import SCENES_DIR
 from app.routes import story as story_routes
+
+ROOT = Path(__file__).resolve().parents[2]
 
 STORY = json.loads((SCENES_DIR / "stories" / "one-gpu.json").read_text())
 # The seed's chapters, in its order.
@@ -113,19 +117,28 @@ def test_a_broken_story_is_named(tmp_path, monkeypatch) -> None:
 
 @pytest.fixture
 def story_server(tmp_path: Path, web):
-    srv = web.ServerProcess(tmp_path / "run", *SERVE)
-    srv.start(fresh=True, timeout=120)
-    # The 64-GPU team's run takes the longest to start: warmed now (as a story warms the runs
-    # ahead of its chapter), it builds while the walk reads the chapters before it.
-    from websockets.sync.client import connect
+    """The walk's server, and `recorded()`: the 64-GPU team's chapters play a recording of a
+    real run (`trainingrun record`, one step: the walk needs their plan and a step), made
+    beside the walk while it reads the chapters before them; `recorded()` waits for it."""
+    run_dir = tmp_path / "run"
+    record = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "record", "one-gpu.team64", "--steps", "1",
+         "--run-dir", str(run_dir), *SERVE],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
 
-    with connect(srv.ws_url) as ws:
-        ws.send(json.dumps({"type": "warm", "run": "one-gpu.team64"}))
-        ws.recv(timeout=30)  # the hello: the server has the connection, and the warm after it
+    def recorded() -> None:
+        _out, err = record.communicate(timeout=240)
+        assert record.returncode == 0, err
+
+    srv = web.ServerProcess(run_dir, *SERVE)
     try:
-        yield srv
+        srv.start(fresh=True, timeout=120)
+        yield srv, recorded
     finally:
-        srv.stop()
+        record.kill()
+        # The walk checks the chapters, not the shutdown: not waited for.
+        srv.kill()
 
 
 def shots_dir() -> Path | None:
@@ -163,11 +176,23 @@ def check_chapter(page, n: int, watch) -> dict:
         page.evaluate("window.trainingRun.plan"), page.evaluate("window.trainingRun.gpus"), run
     )
     assert s["liveRun"] == ch["run"]
+    # The team's chapters play the recording made for the walk, and say so; the others
+    # compute their runs live and say nothing of it.
+    if ch["run"] in STORY["recorded"]:
+        page.wait_for_function("window.trainingRun.story.source !== ''")
+        s = story(page)
+        assert re.match(
+            r"(Played from a recording of a real run|The recording of this real run ends)",
+            s["source"],
+        ), s["source"]
+    else:
+        assert s["source"] == "", s["source"]
     assert watch.errors == [], watch.errors
     return s
 
 
 def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, web) -> None:
+    story_server, recorded = story_server
     shots = shots_dir()
     size = {"viewport": web.FULL_HD} if shots else {}
     # The walk checks each chapter's state, not its pixels: without screenshots to take, the
@@ -180,7 +205,12 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
     n_chapters = len(STORY["chapters"])
     assert story(page)["chapters"] == n_chapters
     seen: dict[str, dict] = {}
+    first_recorded = min(
+        i for i, ch in enumerate(STORY["chapters"], 1) if ch["run"] in STORY["recorded"]
+    )
     for n in range(1, n_chapters + 1):
+        if n == first_recorded - 3:
+            recorded()  # before the page warms the team's run, two distinct runs ahead
         if n > 1:
             page.keyboard.press("PageDown")
         s = check_chapter(page, n, watch)

@@ -41,6 +41,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     <p class="story-caption" id="story-caption" aria-live="polite"></p>
     <div class="story-figure" id="story-figure"></div>
     <p class="story-note" id="story-note" role="status"></p>
+    <p class="story-source" id="story-source" hidden></p>
     <div class="story-nav">
       <button type="button" id="story-prev" title="Previous chapter (Page Up)">◀ previous</button>
       <span class="story-nav-mid">
@@ -53,7 +54,7 @@ export function mountStory(store, { getStage, actions, labels }) {
   const $ = (id) => box.querySelector(`#${id}`);
   const els = {
     count: $('story-count'), group: $('story-group'), title: $('story-title'), caption: $('story-caption'),
-    figure: $('story-figure'), note: $('story-note'), doBtn: $('story-do'),
+    figure: $('story-figure'), note: $('story-note'), doBtn: $('story-do'), source: $('story-source'),
   };
 
   let story = null;
@@ -176,6 +177,16 @@ export function mountStory(store, { getStage, actions, labels }) {
     return 'Starting the run this chapter needs…';
   }
 
+  // A heavy chapter's run may be played from a recording of a real run (the hello says so):
+  // the card says where its steps come from, and where the recording ends.
+  function source() {
+    const rec = store.state.hello?.recording;
+    if (!rec || !watchingIt()) return '';
+    const step = store.state.step?.step ?? 0;
+    if (step >= rec.last_step) return `The recording of this real run ends at step ${rec.last_step}.`;
+    return `Played from a recording of a real run of this model (steps ${rec.first_step}–${rec.last_step}, recorded ${String(rec.made_at).slice(0, 10)}), not computed now.`;
+  }
+
   // ---- showing a chapter ----------------------------------------------------------------
 
   function filled(text) {
@@ -192,6 +203,9 @@ export function mountStory(store, { getStage, actions, labels }) {
     const n = note();
     if (els.note.textContent !== n) els.note.textContent = n;
     els.note.hidden = !n;
+    const from = source();
+    if (els.source.textContent !== from) els.source.textContent = from;
+    els.source.hidden = !from;
     box.dataset.ready = String(isReady());
     try {
       chapterModule?.update?.();
@@ -474,6 +488,7 @@ export function mountStory(store, { getStage, actions, labels }) {
         caption: active ? els.caption.textContent : '',
         title: active ? els.title.textContent : '',
         note: active ? els.note.textContent : '',
+        source: active ? els.source.textContent : '',
         pending: pending?.key ?? null,
         drift,
         memo: JSON.parse(JSON.stringify(memo)),
