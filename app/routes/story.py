@@ -183,6 +183,12 @@ def side_run(run_ref: str, base: RunConfig) -> tuple[RunConfig, str] | None:
     return config, f"{story.title}: {key}"
 
 
+def is_recorded(run_ref: str) -> bool:
+    """Whether `<story>.<run>` is one of the story's heavy runs, kept as a recording."""
+    story_id, _, key = run_ref.partition(".")
+    return story_id in STORY_IDS and key in load_story(story_id).recorded
+
+
 def _known(story_id: str) -> None:
     if story_id not in STORY_IDS:
         raise HTTPException(404, f"no story {story_id!r} (known: {', '.join(STORY_IDS)})")

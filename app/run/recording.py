@@ -23,6 +23,7 @@ import gzip
 import hashlib
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,3 +204,67 @@ def find_recording(run_dir: Path, ref: str, config: dict[str, Any]) -> Recording
     except RecordingError:
         return None
     return meta if meta.config == config and meta.ref == ref and meta.steps > 0 else None
+
+
+# --- recording a live run as it goes ------------------------------------------------------
+
+# Kinds of event after which a run is no longer a plain run of its config: not recorded.
+NOT_PLAIN = frozenset({"gpu_failed", "restored", "fault_injected", "diverged", "gpu_replaced"})
+
+
+class Recorder:
+    """Keeps the first `steps` steps a live run sends and then writes them as its recording,
+    in a thread of its own, so the next time the run is wanted it is played. A run that is
+    reset starts the recording over; one that fails a GPU or takes a fault is not recorded
+    (a recording is of the config, plainly trained). Fed from the worker's reader thread."""
+
+    def __init__(self, path: Path, ref: str, steps: int, made_with: str) -> None:
+        self.path = Path(path)
+        self.ref = ref
+        self.want = steps
+        self.made_with = made_with
+        self.info: RunInfo | None = None
+        self.steps: list[StepReady] = []
+        self.state = "recording"  # then "writing", "written", "abandoned" or "failed"
+        self.error: str | None = None
+        self.writer: threading.Thread | None = None
+
+    def opened(self, info: RunInfo) -> None:
+        """The run opened (at start, or a reset): record from here."""
+        if self.state == "recording":
+            self.info, self.steps = info, []
+
+    def saw(self, events: list[EventMsg]) -> None:
+        """Events of the run, in a step or outside one (a failure a viewer caused)."""
+        if self.state == "recording" and any(e.kind in NOT_PLAIN for e in events):
+            self.state, self.steps = "abandoned", []
+
+    def take(self, msg: StepReady) -> None:
+        if self.state != "recording" or self.info is None or msg.run_id != self.info.run_id:
+            return
+        self.saw(msg.events)
+        if self.state != "recording":
+            return
+        self.steps.append(msg)
+        if len(self.steps) >= self.want:
+            self.state = "writing"
+            self.writer = threading.Thread(target=self._write, name="recorder", daemon=True)
+            self.writer.start()
+
+    def _write(self) -> None:
+        assert self.info is not None
+        meta = RecordingMeta(
+            ref=self.ref,
+            config=self.info.config,
+            steps=len(self.steps),
+            first_step=self.steps[0].figures.step,
+            made_at=now_iso(),
+            made_with=self.made_with,
+        )
+        try:
+            write_recording(self.path, Recording(meta, self.info, self.steps))
+        except Exception as exc:  # a full disk: the run goes on, unrecorded
+            self.state, self.error = "failed", f"{exc.__class__.__name__}: {exc}"
+        else:
+            self.state = "written"
+        self.steps = []

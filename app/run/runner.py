@@ -30,6 +30,7 @@ from app.run.choice import RunnerOptions, choose_run
 from app.run.controls import HANDLERS, ControlError
 from app.run.history import History
 from app.run.pipe import Ask, Pace, RunInfo, StepDiverged, StepReady, WorkerSpec, WorkerState
+from app.run.recording import Recorder
 from app.run.view import RunView, step_frame_text
 from app.run.worker import worker_main
 from app.run.worker_link import WorkerLink, WorkerUnavailable, last_line
@@ -94,6 +95,8 @@ class Runner:
         self._record_failures = 0
         self._stuck: str | None = None  # set while no checkpoint is left that trains on
         self._record_retry: asyncio.Future[None] | None = None
+        # Set for a heavy story run computed live: its first steps become its recording.
+        self.recorder: Recorder | None = None
 
     # --- life cycle -----------------------------------------------------------------------
 
@@ -189,6 +192,8 @@ class Runner:
                     "recording steps again at seq %d after %d failed", seq, self._record_failures
                 )
                 self._record_error, self._record_failures = None, 0
+        if self.recorder is not None:
+            self.recorder.take(msg)
         frame = Frame(
             step_frame_text(msg.body, seq, round(time.time(), 6)),
             is_step=True,
@@ -297,6 +302,8 @@ class Runner:
         """Take on a run the worker has just opened (at start, after a crash, on reset)."""
         if reset:
             self._stuck = None
+        if self.recorder is not None:
+            self.recorder.opened(info)
         for e in self.view.adopt(info, reset=reset, unclean=unclean):
             self.emit(e)
 
@@ -308,6 +315,8 @@ class Runner:
 
     def take_state(self, state: WorkerState, *, publish: bool = True) -> None:
         self.view.take_state(state)
+        if self.recorder is not None:
+            self.recorder.saw(state.events)
         for e in state.events:
             if publish:
                 self.emit(e)

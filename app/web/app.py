@@ -81,6 +81,7 @@ def create_app(settings: Settings | None = None, *, watch: bool = False) -> Fast
         runs = app.state.runs = Runs(
             RunEntry(CLASS_RUN, kind, "the class run", runner, hub),
             side_runs=story_routes.side_run,
+            recorded=story_routes.is_recorded,
             make_hub=make_hub,
             options=settings.runner_options(),
             max_side=settings.side_runs,

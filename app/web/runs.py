@@ -9,8 +9,9 @@ run of its own ("mine.<hex>", `own`): any page, rights or not, with a reset's ch
 class run's settings, controlled only by the page that holds its key. A run nobody watches
 rests after a few seconds; a story's run is stopped after `SIDE_IDLE_S` without a viewer, a
 page's own after `OWN_IDLE_S`. A story's run with a recording of exactly its config in
-`<run dir>/recordings/` (app/run/recording.py, made by `trainingrun record`) is played from
-it (app/run/replay.py) instead of computed: the heavy chapters go at a page's pace. At
+`<run dir>/recordings/` (app/run/recording.py, made by `trainingrun record`, or from the
+first `RECORD_STEPS` steps of a heavy run the first time it is watched) is played from it
+(app/run/replay.py) instead of computed: the heavy chapters go at a page's pace. At
 most `SIDE_RUNS_MAX` story runs and `OWN_RUNS_MAX` own runs (of at most `OWN_GPUS_MAX`
 GPUs) run at once; a page asking for more is told why not.
 
@@ -37,7 +38,7 @@ from app.engine.config import RunConfig
 from app.protocol import CLASS_RUN
 from app.run.choice import RunnerOptions
 from app.run.history import History
-from app.run.recording import find_recording, recording_path
+from app.run.recording import Recorder, find_recording, recording_path
 from app.run.replay import replay_main
 from app.run.runner import Runner
 from app.web.hub import Hub, Viewer
@@ -51,6 +52,8 @@ OWN_GPUS_MAX = 64  # the largest cluster a page's own run may have
 OWN_IDLE_S = 60.0  # a page's own run nobody has watched this long is stopped
 SIDE_REST_S = 2.0  # a side run nobody watches stops stepping after this long
 REAP_EVERY_S = 15.0
+RECORD_STEPS = 30  # a heavy story run computed live keeps this many steps as its recording
+RECORDED_LIVE = "recorded while it was first watched"
 
 
 class RunError(Exception):
@@ -127,6 +130,8 @@ class Runs:
         max_own: int = OWN_RUNS_MAX,
         own_idle_s: float = OWN_IDLE_S,
         clock: Callable[[], float] = time.monotonic,
+        recorded: Callable[[str], bool] = lambda run_id: False,
+        record_steps: int = RECORD_STEPS,
     ) -> None:
         self.entries: dict[str, RunEntry] = {CLASS_RUN: class_entry}
         self._side_runs = side_runs
@@ -137,6 +142,8 @@ class Runs:
         self.max_own = max_own
         self.own_idle_s = own_idle_s
         self._clock = clock
+        self._recorded = recorded  # the story runs worth a recording (its "recorded" list)
+        self.record_steps = record_steps
         self._starting: dict[str, asyncio.Future[RunEntry]] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._closing = False
@@ -287,6 +294,11 @@ class Runs:
             runner = Runner(options, hub, history, worker_target=play)
         else:
             runner = Runner(options, hub, history)
+            if kind == "story" and self._recorded(run_id):
+                # The first time a heavy run is watched it is computed; its first steps
+                # become its recording, played from then on.
+                path = recording_path(o.run_dir, run_id, config.to_dict())
+                runner.recorder = Recorder(path, run_id, self.record_steps, RECORDED_LIVE)
         runner.view.watching = run_id
         try:
             await runner.start()

@@ -10,6 +10,7 @@ import gzip
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,73 @@ def test_record_refuses_what_it_cannot_record(tmp_path: Path) -> None:
     assert "'one-gpu.nothing' is not a story run" in done.stderr and "one-gpu.team64" in done.stderr
     done = record(tmp_path / "run", REF, "--steps", "0")
     assert done.returncode == 2 and "--steps must be 1 or more" in done.stderr
+
+
+# ---- recorded the first time it is watched ---------------------------------------------------
+
+
+def test_a_heavy_run_is_recorded_the_first_time_it_is_watched_then_played(tmp_path: Path):
+    """A story run in the story's "recorded" list, with no recording yet, is computed and its
+    first steps are kept as its recording; started again, it plays them, the same steps."""
+    from inproc import RecordingHub, options
+
+    from app.protocol import CLASS_RUN
+    from app.routes.story import side_run as story_side_run
+    from app.web.runs import RECORDED_LIVE, RunEntry, Runs
+
+    class Idle:  # the class run: not what this test is about
+        view = None
+
+    async def go() -> None:
+        runs = Runs(
+            RunEntry(CLASS_RUN, "class", "the class run", Idle(), RecordingHub()),
+            side_runs=story_side_run,
+            make_hub=RecordingHub,
+            options=options(tmp_path / "run", speed="max"),
+            recorded=lambda ref: ref == REF,
+            record_steps=3,
+        )
+        live = await runs.open(REF)
+        assert live.runner.recording is None and live.runner.recorder is not None
+        deadline = time.monotonic() + 60
+        while live.runner.recorder.state in ("recording", "writing"):
+            assert time.monotonic() < deadline, live.runner.recorder.state
+            await asyncio.sleep(0.05)
+        assert live.runner.recorder.state == "written", live.runner.recorder.error
+        computed = [f for f in live.hub.steps() if f["step"] <= 3]
+        await runs.close()
+
+        config = live.runner.view.config.to_dict()
+        meta = find_recording(tmp_path / "run", REF, config)
+        assert meta is not None and meta.made_with == RECORDED_LIVE and meta.steps == 3
+        again = Runs(
+            RunEntry(CLASS_RUN, "class", "the class run", Idle(), RecordingHub()),
+            side_runs=story_side_run,
+            make_hub=RecordingHub,
+            options=options(tmp_path / "run", speed="max"),
+            recorded=lambda ref: ref == REF,
+        )
+        played = await again.open(REF)
+        assert played.runner.recording["made_with"] == RECORDED_LIVE
+        assert played.runner.recorder is None  # played, not recorded again
+        deadline = time.monotonic() + 30
+        while len(played.hub.steps()) < 3:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        got = played.hub.steps()[:3]
+        await again.close()
+        assert [s["loss"] for s in got] == [s["loss"] for s in computed[:3]]
+        assert [s["step"] for s in got] == [1, 2, 3]
+
+    asyncio.run(go())
+
+
+def test_a_run_that_fails_a_gpu_is_not_recorded(tmp_path: Path) -> None:
+    from app.protocol import EventMsg
+    from app.run.recording import Recorder
+
+    rec = Recorder(tmp_path / "r.rec.gz", REF, 3, "test")
+    rec.saw([EventMsg(kind="checkpoint_saved", step=1, message="saved")])
+    assert rec.state == "recording"
+    rec.saw([EventMsg(kind="gpu_failed", step=2, message="GPU 1 failed")])
+    assert rec.state == "abandoned" and not (tmp_path / "r.rec.gz").exists()
