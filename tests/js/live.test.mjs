@@ -50,3 +50,24 @@ test('a text with no not-yet words shows a dash for what is missing', () => {
   assert.equal(fillTemplate('Newest: {checkpoint_step}', v), 'Newest: none yet');
   assert.equal(fillTemplate('Nobody knows {nothing}', v), 'Nobody knows –');
 });
+
+test('a probe is forgotten when the page is on another run', async () => {
+  const { rememberProbe } = await import('../../static/js/ui/live.js');
+  const handlers = {};
+  const fake = {
+    state: {},
+    on: (kind, fn) => (handlers[kind] = fn),
+    set: (k, v) => (fake.state[k] = v),
+  };
+  rememberProbe(fake);
+  const probe = { top: [{ word: 'time', p: 0.08 }] };
+  handlers.hello({ run_id: 'a' });
+  handlers.step({ step: 25, probe });
+  assert.equal(fake.state.lastProbe, probe);
+  assert.equal(fake.state.lastProbeStep, 25);
+  handlers.hello({ run_id: 'a' }); // the same run again (a reconnect): kept
+  assert.equal(fake.state.lastProbe, probe);
+  handlers.hello({ run_id: 'b' }); // a story chapter's run: its own guesses, or none yet
+  assert.equal(fake.state.lastProbe, null);
+  assert.equal(fake.state.lastProbeStep, null);
+});

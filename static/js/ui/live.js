@@ -96,6 +96,15 @@ export function lastProbe(state) {
 
 export function rememberProbe(store) {
   let from = null; // the step the remembered probe came from
+  let run = null;
+  // Another run (a story chapter's, a reset): its model has not been asked yet.
+  store.on('hello', (h) => {
+    if (h.run_id === run) return;
+    run = h.run_id;
+    from = null;
+    store.set('lastProbeStep', null);
+    store.set('lastProbe', null);
+  });
   store.on('step', (msg) => {
     if (!msg.probe) return;
     from = msg.step;
