@@ -273,8 +273,23 @@ function keepSceneClear(stage) {
     // the safe area back when it closes.
     if (store.state.labFocus) return;
     let area = null;
+    const docked = window.innerWidth <= 1400 && document.body.matches('.touring, .storying');
     if (phone?.matches) area = { left: 0, right: 0, top: 6, bottom: 6 };
-    else if (window.innerWidth < 1100 && bar) {
+    else if (docked && bar) {
+      // The tour's box or the story's card is docked to the right edge (app.css): the scene
+      // is framed in the room left of it, so the part a stop names is never under it.
+      // Its top stays clear of the step panel, folded to its heading in the top left corner.
+      const dock = document.getElementById('caption').getBoundingClientRect().width;
+      const step = document.querySelector('.time-panel')?.getBoundingClientRect();
+      const top = Math.max(bar.getBoundingClientRect().bottom, step?.height ? step.bottom : 0);
+      // ... and its bottom above the loss chart in the bottom left corner.
+      const chart = document.querySelector('.chart-panel')?.getBoundingClientRect();
+      const bottom = Math.max(150, chart?.height ? window.innerHeight - chart.top : 0);
+      area = { left: 0, right: Math.ceil(dock) + 24, top: Math.ceil(top) + 8, bottom: Math.ceil(bottom) + 8 };
+    } else if (document.body.matches('.touring, .storying') && window.innerWidth > 1400) {
+      // The tour's box or the story's card along the bottom: the scene is framed above it.
+      area = { left: 24, right: 24, top: 120, bottom: document.body.matches('.storying') ? 400 : 260 };
+    } else if (window.innerWidth < 1100 && bar) {
       // The loss chart and the prediction take the bottom corners: keep the parts above them.
       area = { left: 0, right: 0, top: Math.ceil(bar.getBoundingClientRect().bottom) + 8, bottom: 150 };
     }
@@ -285,6 +300,8 @@ function keepSceneClear(stage) {
   }
   window.addEventListener('resize', fit);
   if (bar && typeof ResizeObserver === 'function') new ResizeObserver(fit).observe(bar);
+  // The tour or the story starting or ending (their class on the body) moves the free room.
+  new MutationObserver(fit).observe(document.body, { attributes: true, attributeFilter: ['class'] });
   store.on('change:labFocus', (focus) => {
     if (focus) return;
     last = null; // the lab set its own area: ours must be applied again

@@ -136,6 +136,7 @@ export function installTestHook({ store, getStage, actions, labels, tour, story 
     tourStop: () => s().tour.stop,
     tourEnded: () => Boolean(s().tour.ended),
     tourLength: () => tour.length,
+    tourPart: () => tour.part,
     tourAuto: () => s().tourAuto,
     tourMore: () => s().tourMore,
     menuOpen: () => s().menuOpen,

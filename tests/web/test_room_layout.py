@@ -86,3 +86,38 @@ def test_the_step_panel_is_a_drawer_and_present_sits_in_the_menu(page_at, web) -
     page.wait_for_function("!!document.querySelector('#presenter .copy-link')", timeout=10_000)
     assert page.locator(".copy-link").is_visible()
     assert w.errors == [], w.errors
+
+
+# The label of the part a tour stop names, and every numbered label, against every panel.
+NAMED = OVERLAPS.replace(
+    "return { hits, labels: labels.length };",
+    "const part = window.trainingRun.tourPart;"
+    " const named = [...document.querySelectorAll(`#labels .label[data-part='${part}']`)]"
+    ".filter(shown).map((el) => el.textContent.trim());"
+    " return { hits, labels: labels.length, named };",
+)
+
+
+@pytest.mark.parametrize("size", [(1024, 768), (1920, 1080)])
+def test_no_tour_stop_covers_the_part_it_names(page_at, web, size) -> None:
+    """At every stop of the tour, on a projector's 1024 x 768 (the box docked to the right
+    edge, the scene framed left of it) and at 1920 x 1080 (the box along the bottom, the
+    scene framed above it): the label of the part the stop names shows, and no numbered
+    label sits under the tour's box or any panel."""
+    w = page_at("?tour=1", viewport={"width": size[0], "height": size[1]})
+    page = w.page
+    web.wait_stage(page)
+    n = web.tr(page, "tourLength")
+    for stop in range(n):
+        for _ in range(3 if stop else 0):  # a stop that asks first shows its answer
+            page.keyboard.press("PageDown")
+            if web.tr(page, "tourStop") == stop:
+                break
+        page.wait_for_function(f"window.trainingRun.tourStop === {stop}")
+        web.settled(page)
+        got = page.evaluate(NAMED)
+        if stop in (0, n - 1):
+            web.screenshot(page, f"tour_{size[0]}x{size[1]}_stop{stop + 1}")
+        assert got["named"], (size, stop, got)
+        assert got["hits"] == [], (size, stop, got["hits"])
+    assert w.errors == [], w.errors

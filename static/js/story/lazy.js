@@ -1,6 +1,21 @@
-// The story player (./player.js, with its chapters' values) loads the first time a story is
-// asked for: the "One GPU" button, Shift+G, or ?story= in the address. Until then this stands
-// in for it, so the page's first load carries none of it.
+// The story player (./player.js, with its chapters' values, and its stylesheet) loads the
+// first time a story is asked for: the "One GPU" button, Shift+G, or ?story= in the address.
+// Until then this stands in for it, so the page's first load carries none of it.
+
+const STYLES = '/static/css/story.css';
+
+/** The story's stylesheet, once: resolves when it has loaded (or failed: the words still
+ * show, unstyled, rather than never). */
+function styled() {
+  if (document.querySelector(`link[href="${STYLES}"]`)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const link = document.createElement('link');
+    link.rel = 'stylesheet';
+    link.href = STYLES;
+    link.onload = link.onerror = () => resolve();
+    document.head.append(link);
+  });
+}
 
 const CLOSED = {
   id: null, chapter: null, chapters: 0, chapterId: null, run: null, liveRun: null, ready: false,
@@ -11,7 +26,7 @@ export function lazyStory(store, deps) {
   let player = null;
   let loading = null;
   const load = () => {
-    loading ??= import('./player.js').then((m) => {
+    loading ??= Promise.all([import('./player.js'), styled()]).then(([m]) => {
       player = m.mountStory(store, deps);
       return player;
     });

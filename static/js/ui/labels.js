@@ -4,7 +4,9 @@
 // Three rules keep them readable: no label covers the GPU racks (stage.partRect('gpus')): a
 // label that would is moved just above or below them (the GPU servers' own label below);
 // labels do not sit on one another (a later one steps up or down, by number); and every label
-// stays whole inside the window, however close the camera is.
+// stays whole inside the window, however close the camera is. A label that would then sit
+// under a panel (the tour's box, the story's card, the top bar ...) is not shown: its part is
+// out of the free room; the part the tour or story names (the active label) always shows.
 
 import { el } from './format.js';
 
@@ -55,6 +57,28 @@ export function mountLabels(store, { container, onOpen, onHover }) {
     return [x, y];
   }
 
+  // What covers the scene: the boxes of the panels that show, measured at most twice a second
+  // (reading layout on every frame would cost more than the labels).
+  const COVERS = 'section.panel, #field-panel, .presenter-bar > *, .presenter-row > *, .topbar, #legend, #colour-key, .tour-box, .story-box';
+  let covers = [];
+  let coversAt = -Infinity;
+  function coverBoxes() {
+    const now = performance.now();
+    if (now - coversAt < 500) return covers;
+    coversAt = now;
+    covers = [];
+    for (const e of document.querySelectorAll(COVERS)) {
+      if (e.closest('[hidden]') || container.contains(e)) continue;
+      const r = e.getBoundingClientRect();
+      if (r.width <= 0 || r.height <= 0) continue;
+      const cs = getComputedStyle(e);
+      if (cs.display === 'none' || cs.visibility === 'hidden') continue;
+      covers.push({ l: r.left, r: r.right, t: r.top, b: r.bottom });
+    }
+    return covers;
+  }
+  const under = (box) => coverBoxes().some((o) => box.l < o.r - 1 && o.l < box.r - 1 && box.t < o.b - 1 && o.t < box.b - 1);
+
   function build(spec) {
     container.replaceChildren();
     nodes = new Map();
@@ -103,7 +127,12 @@ export function mountLabels(store, { container, onOpen, onHover }) {
       const [w, h] = sizeOf(a.id, node);
       let [x, y] = settle(a.id, a.x, a.y, w, h, avoid);
       y = clearOf(placed, x, y, w, h, avoid);
-      placed.push({ l: x - w / 2, r: x + w / 2, t: y - h / 2, b: y + h / 2 });
+      const box = { l: x - w / 2, r: x + w / 2, t: y - h / 2, b: y + h / 2 };
+      if (!node.classList.contains('active') && under(box)) {
+        node.classList.add('off');
+        continue;
+      }
+      placed.push(box);
       node.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
     }
   }

@@ -268,6 +268,10 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     get length() {
       return stops.length;
     },
+    /** The part the current stop names (null off the tour). */
+    get part() {
+      return store.state.tour.active && !ended ? stops[index]?.part ?? null : null;
+    },
     /** Show the answer of the current stop's question (a no-op on a stop without one). */
     reveal() {
       if (revealed || !store.state.tour.active) return;
