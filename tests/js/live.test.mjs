@@ -71,3 +71,10 @@ test('a probe is forgotten when the page is on another run', async () => {
   assert.equal(fake.state.lastProbe, null);
   assert.equal(fake.state.lastProbeStep, null);
 });
+
+test('a count takes the words for one or for many', () => {
+  const t = '{gpus} simulated {gpus:GPU is|GPUs are} training. It has finished {step} {step:step|steps} so far.';
+  assert.equal(fillTemplate(t, { gpus: 1, step: 1 }), '1 simulated GPU is training. It has finished 1 step so far.');
+  assert.equal(fillTemplate(t, { gpus: 8, step: '1,024' }), '8 simulated GPUs are training. It has finished 1,024 steps so far.');
+  assert.equal(fillTemplate(t, { gpus: 0, step: 2 }), '0 simulated GPUs are training. It has finished 2 steps so far.');
+});

@@ -142,7 +142,9 @@ export function fillTemplate(template, values, notYet = '') {
   if (notYet && missing?.size && quoted(template).some((n) => missing.has(n))) {
     return fillTemplate(notYet, values);
   }
-  return String(template ?? '').replace(/\{(\w+)\}/g, (_, name) =>
-    name in values ? String(values[name]) : '–',
-  );
+  // {name} is the value; {name:one|other} the words for a count of it: "1 GPU is", "8 GPUs are".
+  return String(template ?? '').replace(/\{(\w+)(?::([^{}|]*)\|([^{}]*))?\}/g, (_, name, one, other) => {
+    if (one !== undefined) return Number(String(values?.[name]).replace(/,/g, '')) === 1 ? one : other;
+    return name in values ? String(values[name]) : '–';
+  });
 }
