@@ -6,6 +6,7 @@
 import { store } from './store.js';
 import { connect } from './net/socket.js';
 import { createActions } from './ui/actions.js';
+import { mountAnnouncer } from './ui/announce.js';
 import { mountAttach } from './ui/attach.js';
 import { mountCards } from './ui/cards.js';
 import { mountChart } from './ui/chart.js';
@@ -138,6 +139,7 @@ function main() {
   keepBelowTopBar();
   mountAttach(store); // an attached real job: waiting box, "measured on your cluster"
   mountProbe(store);
+  mountAnnouncer(store);
   mountRewind(store); // drag back through the recorded run while the live one goes on
   mountChart(store, document.getElementById('loss-chart'));
   const cards = mountCards(store);

@@ -30,3 +30,21 @@ def test_live_values_are_exactly_the_declared_placeholders(page_at, web) -> None
     assert not computed - declared, f"computed but not declared: {sorted(computed - declared)}"
     assert set(out["types"].values()) == {"string"}, out["types"]
     assert w.errors == []
+
+
+def test_a_screen_reader_hears_where_the_run_stands(page_at, web) -> None:
+    """A live region nobody sees says the step in one sentence (static/js/ui/announce.js),
+    the run's own numbers."""
+    w = page_at()
+    page = w.page
+    page.wait_for_function("window.trainingRun.step >= 5")
+    page.wait_for_function("document.getElementById('sr-step').textContent !== ''")
+    said = page.evaluate("document.getElementById('sr-step').textContent")
+    step, gpus = web.tr(page, "step"), web.tr(page, "gpus")
+    assert said.startswith(f"Step {step}: loss ") and said.endswith(
+        f"all {gpus} GPUs agreed on the update."
+    ), said
+    assert page.evaluate("document.getElementById('sr-step').getAttribute('aria-live')") == "polite"
+    box = page.evaluate("document.getElementById('sr-step').getBoundingClientRect().width")
+    assert box <= 1, box  # heard, not seen
+    assert w.errors == []
