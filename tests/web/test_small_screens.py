@@ -25,6 +25,22 @@ BUTTONS = """() => [...document.querySelectorAll('#toolbar button')]
   return { id: b.id, text, shown, x: r.left, y: r.top, r: r.right, b: r.bottom };
 })"""
 
+# The page's own controls (outside the menu, and not the labels, off on a phone) smaller than
+# a finger: their names and sizes.
+TARGETS = """() => [...document.querySelectorAll('button, select, input, a[href]')]
+  .filter((e) => !e.closest('#toolbar, #labels, [hidden]'))
+  .filter((e) => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.height > 0
+      && e.checkVisibility({ checkVisibilityCSS: true, visibilityProperty: true });
+  })
+  .map((e) => {
+    const r = e.getBoundingClientRect();
+    const name = e.id || e.className || e.textContent.trim();
+    return [name, Math.round(r.width), Math.round(r.height)];
+  })
+  .filter(([, w, h]) => w < 44 || h < 44)"""
+
 RECT = """(sel) => {
   const e = document.querySelector(sel);
   if (!e) return null;
@@ -199,6 +215,11 @@ def test_phone_shows_the_scene_the_numbers_and_a_menu(page_at, web) -> None:
         assert box["shown"] and inside(box, w, h), name
     assert page.locator("#hud-loss").inner_text() != "–"
     web.screenshot(page, "small_phone")
+    # Every control on the page itself is finger-sized (44 px), and none floats over another
+    # part of the page: Present and Copy link wait in the menu.
+    tiny = page.evaluate(TARGETS)
+    assert tiny == [], tiny
+    assert not page.locator(".present-btn").is_visible()
 
     buttons = reachable_buttons(page, w, h)
     texts = [b["text"] for b in buttons]

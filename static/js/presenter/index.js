@@ -68,9 +68,11 @@ export function mountPresenter({ store, send, actions, overlays, getTour, getLab
 
   // Compact (ui/projector.js): the buttons go in the toolbar's menu, the count stays here.
   const row = bar.querySelector('.presenter-row');
+  // A phone keeps them in its menu too: floating, they would cover the panels below the scene.
+  const phone = window.matchMedia?.('(max-width: 699px)');
   function dock() {
     const menu = document.getElementById('tb-more');
-    const inMenu = Boolean(store.state.compact && menu);
+    const inMenu = Boolean((store.state.compact || phone?.matches) && menu);
     row.classList.toggle('group', inMenu);
     if (inMenu && row.parentElement !== menu) {
       menu.append(row);
@@ -81,6 +83,7 @@ export function mountPresenter({ store, send, actions, overlays, getTour, getLab
     }
   }
   store.on('change:compact', dock);
+  phone?.addEventListener?.('change', dock);
   dock();
 
   // What sits above the bar's corner: the top bar and the colour key (whatever rows they wrap
