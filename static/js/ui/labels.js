@@ -86,8 +86,11 @@ export function mountLabels(store, { container, onOpen, onHover }) {
     for (const part of spec?.parts ?? []) {
       const node = el(
         'button',
-        { type: 'button', class: 'label', 'data-part': part.id, 'aria-label': `${part.number}. ${part.name}: open its card` },
+        // The name a screen reader hears holds the words the label shows ("1 Data lake"),
+        // so a voice command that reads the label finds it.
+        { type: 'button', class: 'label', 'data-part': part.id, 'aria-label': `${part.number} ${part.name}: open its card` },
         el('span', { class: 'num', text: String(part.number) }),
+        ' ',
         el('span', { class: 'name', text: part.name }),
       );
       node.addEventListener('click', (ev) => {
