@@ -38,8 +38,10 @@ def _check_labels(
     page, size: dict, *, apart: bool, every: bool = True, racks_free: bool = True
 ) -> list[dict]:
     boxes = page.evaluate(LABEL_BOXES)
-    # In the overview every part is in sight; a close view leaves some parts (and labels) out.
-    assert len(boxes) == 7 if every else len(boxes) >= 2, boxes
+    # In the overview every part is in sight; a close view leaves some parts out, and their
+    # labels, which would sit at the window's edge under a panel, are not shown (the GPU
+    # servers' close view on a projector keeps its own label only).
+    assert len(boxes) == 7 if every else len(boxes) >= 1, boxes
     for b in boxes:
         assert b["left"] >= 0 and b["top"] >= 0, b
         assert b["right"] <= size["width"] and b["bottom"] <= size["height"], (b, size)
@@ -73,6 +75,7 @@ def test_projector_labels_stay_on_screen_and_off_the_racks(page_at, web, size) -
     # The GPU servers' close view: the racks fill the window, so only "inside it" holds.
     page.keyboard.press("2")
     _settled(page)
+    web.screenshot(page, f"projector_scene_{size['width']}_view2")
     _check_labels(page, size, apart=False, every=False, racks_free=False)
     assert w.errors == []
 

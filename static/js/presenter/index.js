@@ -264,7 +264,15 @@ export function mountPresenter({ store, send, actions, overlays, getTour, getLab
     render();
   });
 
+  // A hello on a new connection starts over; one on the same connection (the page handed to
+  // another run, as a follower is when the room goes into a story) keeps what it was doing.
+  let connected = false;
   store.on('hello', () => {
+    if (connected) {
+      render();
+      return;
+    }
+    connected = true;
     // Every (re)connection: a page that means to present takes the lead again.
     presenting = false;
     on = false;
@@ -276,6 +284,7 @@ export function mountPresenter({ store, send, actions, overlays, getTour, getLab
   });
   store.on('change:connection', (state) => {
     if (state !== 'open') {
+      connected = false;
       presenting = false;
       render();
     }
