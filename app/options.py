@@ -113,10 +113,17 @@ class Options(BaseSettings):
     )
     leaves: int = Field(default=RunConfig.leaves, ge=1, description="leaf switches")
     spines: int = Field(default=RunConfig.spines, ge=1, description="spine switches")
-    batch_size: Annotated[int | None, On("serve", "train")] = Field(
+    batch_size: Annotated[int | None, On("serve", "train", reset="run")] = Field(
         default=None,
         ge=1,
+        le=1024,
         description=f"global batch in sequences (default {RunConfig.batch_size}, or one per GPU)",
+    )
+    lr: Annotated[float, On("serve", "train", reset="run")] = Field(
+        default=RunConfig.lr,
+        gt=0,
+        le=1,
+        description="the learning rate at its peak, after the warm-up steps",
     )
     checkpoint_every: Annotated[int, On("serve", "train")] = Field(
         default=RunConfig.checkpoint_every,

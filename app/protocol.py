@@ -639,6 +639,8 @@ OwnRunMsg = reset_control(Options, "OwnRunMsg", OwnRunBase)
 
 # The plan's fields a reset may set, as RunConfig names them (app/run/controls.py `new_plan`).
 PLAN_FIELDS = tuple(config_name(n, on) for n, on in settings_of(Options) if on.reset == "plan")
+# The run's own fields a reset may set (seed, preset, batch, learning rate), likewise.
+RUN_FIELDS = tuple(config_name(n, on) for n, on in settings_of(Options) if on.reset == "run")
 
 
 class FailGpuControl(_In):

@@ -19,7 +19,7 @@ from app.run.history import History, new_run_id
 
 # Config fields a stored run keeps across restarts unless they are named again: a reset
 # may have changed them.
-STICKY_FIELDS = ("seed", "preset")
+STICKY_FIELDS = ("seed", "preset", "lr")
 
 
 @dataclass(frozen=True)

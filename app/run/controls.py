@@ -14,6 +14,7 @@ from app.engine.config import RunConfig
 from app.engine.timing import PRESETS
 from app.protocol import (
     PLAN_FIELDS,
+    RUN_FIELDS,
     CheckpointControl,
     EventMsg,
     FailGpuControl,
@@ -172,10 +173,11 @@ def reset_config(current: RunConfig, ctl: Any) -> RunConfig:
     if ctl.preset is not None and ctl.preset not in PRESETS:
         known = ", ".join(sorted(PRESETS))
         raise ControlError("bad_preset", f"unknown preset {ctl.preset!r} (known: {known})")
-    named = {"seed": ctl.seed, "preset": ctl.preset}
-    changes: dict[str, Any] = {k: v for k, v in named.items() if v is not None}
+    changes: dict[str, Any] = {}
     if ctl.gpus is not None or ctl.servers is not None:
         changes |= new_cluster(current, ctl.gpus, ctl.servers)
+    # Seed, preset, batch and learning rate, as named (a batch named wins over the cluster's).
+    changes |= {k: v for k in RUN_FIELDS if (v := getattr(ctl, k)) is not None}
     changes |= new_plan(ctl)
     try:
         return current.with_(**changes)

@@ -173,6 +173,9 @@ export function installTestHook({ store, getStage, actions, labels, tour, story 
     // landed and the frame at its goal is drawn.
     cameraFlying: () => Boolean(info()?.flying),
     runId: () => s().hello?.run_id ?? null,
+    // The run's batch and learning rate, as its hello says.
+    batchSize: () => s().hello?.config?.batch_size ?? null,
+    lr: () => s().hello?.config?.lr ?? null,
     watching: () => s().watching,
     canControl: () => s().hello?.can_control ?? null,
     memoryCase: () => (s().memoryCase ? JSON.parse(JSON.stringify(s().memoryCase)) : null),

@@ -289,6 +289,11 @@ def test_a_viewer_starts_a_run_of_its_own_and_leaves_the_class_run_alone(
         assert "between 1 and 64" in page.locator("#newrun-problem").inner_text()
         page.locator("#newrun-gpus").fill("2")
         page.locator("#newrun-servers").fill("1")
+        # Its own batch and learning rate, checked as typed.
+        page.locator("#newrun-lr").fill("0")
+        assert "lr must be above 0" in page.locator("#newrun-problem").inner_text()
+        page.locator("#newrun-lr").fill("0.01")
+        page.locator("#newrun-batch").fill("16")
         assert page.locator("#newrun-problem").inner_text() == ""
         web.screenshot(page, "lesson_viewer")
         page.locator("#newrun-start").click()
@@ -296,6 +301,7 @@ def test_a_viewer_starts_a_run_of_its_own_and_leaves_the_class_run_alone(
             "window.trainingRun.watching.startsWith('mine.') && window.trainingRun.gpus === 2",
             timeout=60_000,
         )
+        assert web.tr(page, "lr") == 0.01 and web.tr(page, "batchSize") == 16
         assert page.locator("#newrun").is_hidden() and page.locator("#own-run").is_visible()
         web.screenshot(page, "lesson_viewer_own_run")
         mine = web.tr(page, "runId")

@@ -1,4 +1,5 @@
-// The "new run" panel: choose the seed, the simulated hardware and the cluster (GPUs, servers),
+// The "new run" panel: choose the seed, the simulated hardware, the cluster (GPUs, servers),
+// the batch and the learning rate,
 // then start training again from step 0, and, if asked, the lesson with it. The panel checks
 // the cluster rules as you type, in the server's words; the server checks them again and its
 // answer (a new hello, or an error naming the rule) closes the panel or is shown in it.
@@ -18,7 +19,8 @@ const PRESETS = [
   { id: 'h800', label: 'H800 cluster' },
 ];
 // The same bounds as the server's own (ResetControl, and Settings for --gpus / --servers).
-const LIMITS = { seed: [0, 2 ** 31 - 1], gpus: [1, 4096], servers: [1, 1024] };
+const LIMITS = { seed: [0, 2 ** 31 - 1], gpus: [1, 4096], servers: [1, 1024], batch_size: [1, 1024] };
+const LR_MAX = 1; // the learning rate: above 0, at most this (Settings.lr)
 // A run of one's own is smaller (app/web/runs.py OWN_GPUS_MAX): one computer does its work.
 export const OWN_GPUS_MAX = 64;
 // Past this many GPUs one computer doing every GPU's work steps slowly (about 2.8 s a step
@@ -27,25 +29,37 @@ const SLOW_GPUS = 256;
 const ANSWER_MS = 30000;
 
 /** The choice in the fields, or the first rule it breaks (in the words the server uses). */
-export function checkChoice({ seed, preset, gpus, servers }, { own = false } = {}) {
-  for (const [name, value] of Object.entries({ seed, gpus, servers })) {
+export function checkChoice({ seed, preset, gpus, servers, batch_size, lr }, { own = false } = {}) {
+  // Batch and learning rate are optional: unnamed, the server keeps or chooses them.
+  const named = batch_size === undefined ? { seed, gpus, servers } : { seed, gpus, servers, batch_size };
+  for (const [name, value] of Object.entries(named)) {
     const [lo, hi] = name === 'gpus' && own ? [1, OWN_GPUS_MAX] : LIMITS[name];
     if (!Number.isInteger(value)) return { problem: `${name} must be a whole number` };
     if (value < lo || value > hi) return { problem: `${name} must be between ${fmtInt(lo)} and ${fmtInt(hi)}` };
+  }
+  if (lr !== undefined && !(Number.isFinite(lr) && lr > 0 && lr <= LR_MAX)) {
+    return { problem: `lr must be above 0 and at most ${LR_MAX}` };
   }
   if (!PRESETS.some((p) => p.id === preset)) return { problem: `unknown hardware ${preset}` };
   if (servers > gpus) return { problem: `servers (${servers}) cannot outnumber gpus (${gpus})` };
   if (gpus % servers) {
     return { problem: `gpus (${gpus}) must divide evenly over servers (${servers}): ${gpus} % ${servers} = ${gpus % servers}` };
   }
-  return { choice: { seed, preset, gpus, servers } };
+  // Whether the batch shares out over the plan's copies is the server's rule to say.
+  const choice = { seed, preset, gpus, servers };
+  if (batch_size !== undefined) choice.batch_size = batch_size;
+  if (lr !== undefined) choice.lr = lr;
+  return { choice };
 }
 
 export function mountSettings(store, { actions }) {
   const $ = (id) => document.getElementById(id);
   const box = $('newrun');
   const form = $('newrun-form');
-  const fields = { seed: $('newrun-seed'), preset: $('newrun-preset'), gpus: $('newrun-gpus'), servers: $('newrun-servers') };
+  const fields = {
+    seed: $('newrun-seed'), preset: $('newrun-preset'), gpus: $('newrun-gpus'), servers: $('newrun-servers'),
+    batch_size: $('newrun-batch'), lr: $('newrun-lr'),
+  };
   const lesson = $('newrun-lesson');
   const problem = $('newrun-problem');
   const why = $('newrun-why');
@@ -54,18 +68,21 @@ export function mountSettings(store, { actions }) {
   const intro = $('newrun-intro');
 
   for (const p of PRESETS) fields.preset.append(el('option', { value: p.id, text: p.label }));
-  for (const name of ['seed', 'gpus', 'servers']) {
+  for (const name of ['seed', 'gpus', 'servers', 'batch_size']) {
     fields[name].min = String(LIMITS[name][0]);
     fields[name].max = String(LIMITS[name][1]);
   }
 
   let pending = null; // {runId, lesson, timer} while the server is starting the new run
+  let filled = {}; // the batch and learning rate the panel opened with
 
   const read = () => ({
     seed: Number(fields.seed.value === '' ? NaN : fields.seed.value),
     preset: fields.preset.value,
     gpus: Number(fields.gpus.value === '' ? NaN : fields.gpus.value),
     servers: Number(fields.servers.value === '' ? NaN : fields.servers.value),
+    batch_size: Number(fields.batch_size.value === '' ? NaN : fields.batch_size.value),
+    lr: Number(fields.lr.value === '' ? NaN : fields.lr.value),
   });
 
   function say(text) {
@@ -102,6 +119,9 @@ export function mountSettings(store, { actions }) {
     fields.preset.value = PRESETS.some((p) => p.id === cfg.preset) ? cfg.preset : PRESETS[0].id;
     fields.gpus.value = String(cfg.gpus ?? 8);
     fields.servers.value = String(cfg.servers ?? 1);
+    fields.batch_size.value = String(cfg.batch_size ?? 128);
+    fields.lr.value = String(cfg.lr ?? 0.003);
+    filled = { batch_size: Number(fields.batch_size.value), lr: Number(fields.lr.value) };
   }
 
   function open() {
@@ -139,6 +159,9 @@ export function mountSettings(store, { actions }) {
     const mine = own();
     const { choice, problem: bad } = checkChoice(read(), { own: mine });
     if (bad) return say(bad);
+    // A batch or rate left as it was is not asked for: the server keeps the run's, or picks
+    // the batch that shares out over a new cluster.
+    for (const name of ['batch_size', 'lr']) if (choice[name] === filled[name]) delete choice[name];
     const runId = store.state.hello?.run_id ?? null;
     if (!(mine ? actions.ownRun(choice) : actions.newRun(choice))) return undefined;
     pending = {
