@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import signal
 import time
 from multiprocessing.connection import Connection
 from typing import Any
@@ -24,7 +23,6 @@ from app.run.pipe import (
     CheckpointNow,
     Close,
     FailGpu,
-    Fatal,
     Hold,
     InjectFault,
     Pace,
@@ -39,7 +37,7 @@ from app.run.pipe import (
     WorkerState,
 )
 from app.run.recording import Recording, read_recording
-from app.run.worker import die_with_parent
+from app.run.worker import run_guarded
 
 MIN_INTERVAL_S = 0.2  # at most five played steps a second
 
@@ -181,18 +179,4 @@ def replay_main(
 ) -> None:
     """The replay process's entry point (functools.partial(replay_main, path) is the
     runner's worker target)."""
-    if not die_with_parent(parent_pid):
-        return
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        Replayer(conn, spec, read_recording(path)).serve()
-    except (EOFError, BrokenPipeError):
-        pass
-    except Exception:
-        import traceback
-
-        try:
-            conn.send(Fatal(traceback.format_exc()))
-        except Exception:
-            pass
-        raise
+    run_guarded(conn, parent_pid, lambda: Replayer(conn, spec, read_recording(path)).serve())

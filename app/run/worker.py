@@ -308,15 +308,30 @@ class Worker:
         )
 
 
+def run_guarded(conn: Connection, parent_pid: int | None, serve: Callable[[], None]) -> None:
+    """A worker process's life (the training worker's, or a replay's, app/run/replay.py): it
+    exits with its server, leaves Ctrl+C to the server (which shuts it down after a final
+    checkpoint), and says why when it dies of an unexpected error."""
+    if not die_with_parent(parent_pid):
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        serve()
+    except (EOFError, BrokenPipeError):
+        pass  # the server went away; nothing left to tell
+    except Exception:
+        try:
+            conn.send(Fatal(traceback.format_exc()))
+        except Exception:
+            pass
+        raise
+
+
 def worker_main(conn: Connection, spec: WorkerSpec, parent_pid: int | None = None) -> None:
     """The worker process's entry point. `parent_pid`: the server's pid; the worker exits
     when its server is gone."""
-    if not die_with_parent(parent_pid):
-        return
-    # Ctrl+C reaches the whole process group; the server shuts the worker down itself,
-    # after a final checkpoint, so the worker must not die first.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
+
+    def serve() -> None:
         # The array library the server was told to use (serve --backend / --device).
         chosen = backend.use(
             os.environ.get("TRAININGRUN_BACKEND", "numpy"),
@@ -327,11 +342,5 @@ def worker_main(conn: Connection, spec: WorkerSpec, parent_pid: int | None = Non
                 f"worker: the model computes with {chosen.name} on {chosen.device}", file=sys.stderr
             )
         Worker(conn, spec, parent_pid).serve()
-    except (EOFError, BrokenPipeError):
-        pass  # the server went away; nothing left to tell
-    except Exception:
-        try:
-            conn.send(Fatal(traceback.format_exc()))
-        except Exception:
-            pass
-        raise
+
+    run_guarded(conn, parent_pid, serve)

@@ -246,9 +246,9 @@ class Runs:
         fresh: bool = False,
     ) -> RunEntry:
         # A story's run recorded on exactly this config is played, not computed again.
-        recorded = None
-        if kind == "story" and find_recording(self._options.run_dir, run_id, config.to_dict()):
-            recorded = recording_path(self._options.run_dir, run_id, config.to_dict())
+        shape = config.to_dict()
+        if kind == "story" and find_recording(self._options.run_dir, run_id, shape):
+            recorded = recording_path(self._options.run_dir, run_id, shape)
             try:
                 return await self._start_runner(run_id, config, label, kind, fresh, recorded)
             except Exception as exc:

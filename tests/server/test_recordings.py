@@ -179,15 +179,19 @@ def test_a_heavy_run_is_recorded_the_first_time_it_is_watched_then_played(tmp_pa
     class Idle:  # the class run: not what this test is about
         view = None
 
-    async def go() -> None:
-        runs = Runs(
+    def story_runs(**kw) -> Runs:
+        """A server's runs on this run dir, with REF the one heavy run."""
+        return Runs(
             RunEntry(CLASS_RUN, "class", "the class run", Idle(), RecordingHub()),
             side_runs=story_side_run,
             make_hub=RecordingHub,
             options=options(tmp_path / "run", speed="max"),
             recorded=lambda ref: ref == REF,
-            record_steps=3,
+            **kw,
         )
+
+    async def go() -> None:
+        runs = story_runs(record_steps=3)
         live = await runs.open(REF)
         assert live.runner.recording is None and live.runner.recorder is not None
         deadline = time.monotonic() + 60
@@ -201,13 +205,7 @@ def test_a_heavy_run_is_recorded_the_first_time_it_is_watched_then_played(tmp_pa
         config = live.runner.view.config.to_dict()
         meta = find_recording(tmp_path / "run", REF, config)
         assert meta is not None and meta.made_with == RECORDED_LIVE and meta.steps == 3
-        again = Runs(
-            RunEntry(CLASS_RUN, "class", "the class run", Idle(), RecordingHub()),
-            side_runs=story_side_run,
-            make_hub=RecordingHub,
-            options=options(tmp_path / "run", speed="max"),
-            recorded=lambda ref: ref == REF,
-        )
+        again = story_runs()
         played = await again.open(REF)
         assert played.runner.recording["made_with"] == RECORDED_LIVE
         assert played.runner.recorder is None  # played, not recorded again
