@@ -239,6 +239,17 @@ class CheckpointStore:
             raise
         _remove(old)
 
+    def _discard(self, path: Path) -> None:
+        """Remove a checkpoint so that a kill part-way leaves nothing named like one: it is
+        renamed out of the way first, then removed (the next save sweeps any rest)."""
+        gone = self.root / f"{TMP_PREFIX}{path.name}-gone-{os.getpid()}"
+        _remove(gone)
+        try:
+            os.replace(path, gone)
+        except OSError:
+            gone = path
+        _remove(gone)
+
     def _prune(self, written: int) -> None:
         for p in self.root.glob(TMP_PREFIX + "*"):
             _remove(p)
@@ -249,9 +260,9 @@ class CheckpointStore:
             if self.problem(path) is None:
                 good.append(step)
             else:
-                _remove(path)
+                self._discard(path)
         for step in good[max(0, self.keep - 1) :]:
-            _remove(self.path_for(step))
+            self._discard(self.path_for(step))
 
     # ---- checking and loading ------------------------------------------------------------
     def verify(self, path: Path, config_hash: str | None = None) -> dict[str, Any]:
@@ -438,4 +449,4 @@ class CheckpointStore:
 
     def clear(self) -> None:
         for _step, path in self.entries():
-            _remove(path)
+            self._discard(path)

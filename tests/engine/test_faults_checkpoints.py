@@ -313,3 +313,34 @@ def test_a_run_dir_that_is_not_writable_is_one_clear_error(tmp_path):
         assert str(run) in str(info.value) and "\n" not in str(info.value)
     finally:
         run.chmod(0o755)
+
+
+def test_a_kill_while_an_old_checkpoint_is_removed_leaves_no_damaged_one(tmp_path, monkeypatch):
+    """Pruning an old checkpoint is cut short (the process killed part-way through removing
+    its files): nothing named like a checkpoint is left half-removed, so the listing shows
+    only whole ones, and the next save sweeps what was left."""
+    store = CheckpointStore(tmp_path, keep=2)
+    arrays = {"p.w": np.ones((2, 2), np.float32), "p.b": np.zeros(2, np.float32)}
+    meta = {"step": 1, "tokens_total": 0, "opt_t": 1}
+    store.save(1, arrays, meta, "h")
+    store.save(2, arrays, {**meta, "step": 2}, "h")
+    real_remove = ckpt_mod._remove
+
+    class Killed(BaseException):
+        pass
+
+    def cut_short(path: Path) -> None:
+        if not (path.is_dir() and "step-00000001" in path.name):
+            return real_remove(path)
+        next(f for f in sorted(path.iterdir()) if f.is_file()).unlink()  # one file gone...
+        raise Killed  # ... then the process dies
+
+    monkeypatch.setattr(ckpt_mod, "_remove", cut_short)
+    with pytest.raises(Killed):
+        store.save(3, arrays, {**meta, "step": 3}, "h")  # keep=2: step 1 goes
+    monkeypatch.setattr(ckpt_mod, "_remove", real_remove)
+    listing = CheckpointStore(tmp_path, keep=2).listing()
+    assert all(c["ok"] for c in listing), listing
+    store.save(4, arrays, {**meta, "step": 4}, "h")
+    assert [c["step"] for c in store.listing()] == [3, 4]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(ckpt_mod.TMP_PREFIX)]
