@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--token", help="the server's token, when it is not on this machine")
     p.add_argument("--steps", type=int, default=500)
     p.add_argument("--max-seconds", type=float, default=0.0, help="stop after this long (0: no)")
+    p.add_argument("--stop-file", help="stop, cleanly and on every rank, once this file exists")
     p.add_argument("--batch", type=int, default=32, help="sequences per rank per step")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--step-log", help="write each step's end time here (rank 0), JSON lines")
@@ -103,11 +104,13 @@ def main(argv: list[str] | None = None) -> int:
             row = {"step": step, "t": time.perf_counter() - started, "reporter_s": reporter.cost_s}
             log.write(json.dumps(row) + "\n")
             log.flush()
-        if args.max_seconds and step % 10 == 0:
+        if (args.max_seconds or args.stop_file) and step % 10 == 0:
             # Every rank must stop at the same step, or the others wait for it forever.
-            late = torch.tensor([float(time.perf_counter() - started > args.max_seconds)])
-            dist.all_reduce(late, op=dist.ReduceOp.MAX)
-            if late.item():
+            late = args.max_seconds and time.perf_counter() - started > args.max_seconds
+            asked = args.stop_file and os.path.exists(args.stop_file)
+            stop = torch.tensor([float(bool(late or asked))])
+            dist.all_reduce(stop, op=dist.ReduceOp.MAX)
+            if stop.item():
                 break
     elapsed = time.perf_counter() - started
     reporter.close()

@@ -65,6 +65,7 @@ def start_job(
     steps: int = 100_000,
     max_seconds: float = 0.0,
     step_log: Path | None = None,
+    stop_file: Path | None = None,
     out: Path,
 ) -> subprocess.Popen[bytes]:
     """The example under torchrun: `ranks` CPU ranks over gloo, on a master port of its own."""
@@ -75,6 +76,8 @@ def start_job(
         cmd += ["--report", url]
     if step_log:
         cmd += ["--step-log", str(step_log)]
+    if stop_file:
+        cmd += ["--stop-file", str(stop_file)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=out.open("wb"), stderr=subprocess.STDOUT,
