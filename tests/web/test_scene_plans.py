@@ -13,6 +13,8 @@ a reset that re-plans the run re-draws the roles. Screenshots of each plan at 19
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import httpx
 import pytest
 
@@ -48,23 +50,26 @@ def experts(web, tmp_path_factory):
     srv.stop()
 
 
-# The page's clock at a quarter of real time, so a screenshot catches a moment that lasts a
-# fraction of a second (a software-rendered frame at 1920x1080 takes about that long).
-SLOW_CLOCK = """(() => {
+# The page's clock, at a rate the test sets (window.__clockRate(r)): a quarter of real time, so
+# a screenshot catches a moment that lasts a fraction of a second (a software-rendered frame at
+# 1920x1080 takes about that long), or four times real time to play the rest of a slow-motion
+# step once its pictures are taken. Every timer of the scene reads performance.now.
+PAGE_CLOCK = """((rate) => {
   const now = performance.now.bind(performance);
-  const t0 = now();
-  performance.now = () => t0 + (now() - t0) * 0.25;
-})();"""
+  let real = now(), page = real;
+  performance.now = () => page + (now() - real) * rate;
+  window.__clockRate = (r) => { const t = now(); page += (t - real) * rate; real = t; rate = r; };
+})(%s);"""
 
 
 @pytest.fixture
 def open_at(browser, web):
     opened = []
 
-    def _open(srv, query: str = "", viewport=SMALL_VIEW, slow_clock: bool = False):
-        if slow_clock:
+    def _open(srv, query: str = "", viewport=SMALL_VIEW, clock: float | None = None):
+        if clock is not None:
             ctx = browser.new_context(viewport=viewport)
-            ctx.add_init_script(SLOW_CLOCK)
+            ctx.add_init_script(PAGE_CLOCK % clock)
             w = _Watch(ctx.new_page())
             w.page.goto(f"{srv.url}/{query}")
             w.page.wait_for_function(
@@ -207,11 +212,11 @@ def test_the_placement_shown_is_the_live_plans(which, request, open_at) -> None:
 
 
 def _one_step_draw_calls(browser, web, srv) -> tuple[int, int]:
-    """The most draw calls any frame of one whole step needed, and the scene's objects."""
+    """The most draw calls any frame of one whole step needed, and the scene's objects. The
+    server starts paused, so the page draws nothing before the one step it is shown."""
     w = web.open_page(browser, srv.url, viewport=SMALL_VIEW)
     try:
         web.wait_stage(w.page, timeout=90_000)
-        _control(srv, action="pause")
         w.page.wait_for_function("window.trainingRun.runState === 'paused'", timeout=30_000)
         w.page.wait_for_function(f"!{DEBUG}.playing", timeout=60_000)
         steps = w.page.evaluate(f"{DEBUG}.seen.steps")
@@ -226,20 +231,31 @@ def _one_step_draw_calls(browser, web, srv) -> tuple[int, int]:
 
 
 def test_draw_calls_stay_near_data_parallel_and_flat_from_8_to_64_gpus(browser, web, tmp_path):
-    def run(name, *args):
-        srv = web.ServerProcess(tmp_path / name, *args, "--speed", "2", "--checkpoint-every", "0")
-        srv.start(fresh=True, timeout=120)
-        try:
-            return _one_step_draw_calls(browser, web, srv)
-        finally:
+    runs = {
+        "dp8": ("--gpus", "8", "--servers", "2", "--batch-size", "32"),
+        "plan8": ("--gpus", "8", "--servers", "2", *PIPELINE),
+        "plan64": (
+            "--gpus", "64", "--servers", "16", "--tp", "2", "--pp", "2",
+            "--microbatches", "4", "--batch-size", "128",
+        ),
+    }  # fmt: skip
+    servers = {
+        name: web.ServerProcess(tmp_path / name, *args, "--paused", "--checkpoint-every", "0")
+        for name, args in runs.items()
+    }
+    try:
+        # The three start side by side; the page then looks at one at a time.
+        with ThreadPoolExecutor(len(servers)) as pool:
+            for started in [
+                pool.submit(s.start, fresh=True, timeout=120) for s in servers.values()
+            ]:
+                started.result()
+        (dp, _), (plan8, objects8), (plan64, objects64) = (
+            _one_step_draw_calls(browser, web, servers[name]) for name in runs
+        )
+    finally:
+        for srv in servers.values():
             srv.stop()
-
-    dp, _ = run("dp8", "--gpus", "8", "--servers", "2", "--batch-size", "32")
-    plan8, objects8 = run("plan8", "--gpus", "8", "--servers", "2", *PIPELINE)
-    plan64, objects64 = run(
-        "plan64", "--gpus", "64", "--servers", "16", "--tp", "2", "--pp", "2",
-        "--microbatches", "4", "--batch-size", "128",
-    )  # fmt: skip
     print(f"draw calls: data parallel {dp}, planned 8 GPUs {plan8}, planned 64 GPUs {plan64}")
     assert 0 < dp and plan8 <= dp + EXTRA_DRAW_CALLS, (dp, plan8)
     assert plan64 <= dp + EXTRA_DRAW_CALLS, (dp, plan64)
@@ -316,8 +332,17 @@ def _slow_step(page, timeout: float = 150_000) -> list[dict]:
     return page.evaluate(f"{DEBUG}.seen.slowBlocks")
 
 
+def _play_out_fast(page) -> list[dict]:
+    """The rest of a slow-motion step, at four times real time on a small view (its pictures
+    are taken): every block's time is still measured on the page's own clock."""
+    page.set_viewport_size(SMALL_VIEW)
+    page.evaluate("window.__clockRate(4)")
+    page.wait_for_function("!window.trainingRun.slowMotion", timeout=150_000)
+    return page.evaluate(f"{DEBUG}.seen.slowBlocks")
+
+
 def test_slow_motion_names_hand_offs_joins_and_waiting(pipeline, open_at, web) -> None:
-    w = open_at(pipeline, viewport=BIG_VIEW)
+    w = open_at(pipeline, viewport=BIG_VIEW, clock=1.0)
     page = w.page
     page.wait_for_function("window.trainingRun.step > 0", timeout=30_000)
     page.keyboard.press("2")
@@ -331,8 +356,7 @@ def test_slow_motion_names_hand_offs_joins_and_waiting(pipeline, open_at, web) -
         2,
     )
     _capture(page, web, f"{DEBUG}.tpJoins > 0", "plan_pipeline_slow_join_1920", 2)
-    page.wait_for_function("!window.trainingRun.slowMotion", timeout=150_000)
-    blocks = page.evaluate(f"{DEBUG}.seen.slowBlocks")
+    blocks = _play_out_fast(page)
     said = " ".join(f"{b['caption']} {b['also']}" for b in blocks)
     for words in (
         "Pipeline hand-off",
@@ -348,14 +372,13 @@ def test_slow_motion_names_hand_offs_joins_and_waiting(pipeline, open_at, web) -
 
 
 def test_slow_motion_names_tokens_to_experts(experts, open_at, web) -> None:
-    w = open_at(experts, viewport=BIG_VIEW)
+    w = open_at(experts, viewport=BIG_VIEW, clock=1.0)
     page = w.page
     page.wait_for_function("window.trainingRun.step > 0", timeout=30_000)
     page.keyboard.press("2")
     page.keyboard.press("o")
     _capture(page, web, f"{DEBUG}.tokens > 0", "plan_experts_slow_tokens_1920", 2)
-    page.wait_for_function("!window.trainingRun.slowMotion", timeout=150_000)
-    blocks = page.evaluate(f"{DEBUG}.seen.slowBlocks")
+    blocks = _play_out_fast(page)
     said = " ".join(f"{b['caption']} {b['also']}" for b in blocks)
     assert "Tokens to experts" in said, [(b["kind"], b["also"]) for b in blocks]
     assert not w.errors, w.errors
@@ -374,7 +397,7 @@ def test_slow_motion_names_tokens_to_experts(experts, open_at, web) -> None:
 )
 def test_screenshots_of_each_plan(which, viewport, query, name, request, open_at, web) -> None:
     srv = request.getfixturevalue(which)
-    w = open_at(srv, query, viewport=viewport, slow_clock=True)
+    w = open_at(srv, query, viewport=viewport, clock=0.25)
     page = w.page
     web.screenshot(page, f"{name}_overview")
     # Up close, during the moment that tells the plan apart, the GPUs wearing their roles
