@@ -129,10 +129,18 @@ def walk_main(page, into: dict[str, str], parts: tuple[str, ...]) -> None:
     if "tour" in parts:
         _press(page, "t")
         n = page.evaluate("window.trainingRun.tourLength")
-        for _ in range(n * 2 + 2):  # a stop that asks first takes two presses
+        # Every stop and its "more"; a stop that asks first takes two presses. The tour goes
+        # round again after its last stop: the walk ends there.
+        last = -1
+        for _ in range(n * 2 + 2):
             _press(page, "i")
             _press(page, "PageDown")
             _collect(page, into)
+            stop = page.evaluate("window.trainingRun.tourStop")
+            if stop < last:
+                break
+            last = stop
+        assert last == n - 1, f"the walk saw the tour's stops up to {last + 1} of {n}"
         _press(page, "Escape")
     if "labs" in parts:
         for key in LAB_KEYS:
@@ -156,7 +164,10 @@ def walk_main(page, into: dict[str, str], parts: tuple[str, ...]) -> None:
 
 
 def walk_story(page, into: dict[str, str]) -> None:
-    page.wait_for_function("window.trainingRun.story.chapter === 1", timeout=60_000)
+    page.wait_for_function(
+        "window.trainingRun && window.trainingRunI18n && window.trainingRun.story.chapter === 1",
+        timeout=60_000,
+    )
     n = page.evaluate("window.trainingRun.story.chapters")
     for i in range(1, n + 1):
         page.wait_for_function(f"window.trainingRun.story.chapter === {i}")
@@ -173,14 +184,19 @@ def walk(
     """Every miss seen, text -> where on the page."""
     into: dict[str, str] = {}
     view = {"width": 1280, "height": 800}  # where every toolbar button has its place
+    # The story's page starts loading first, beside the main page's walk.
+    story = None
+    if "story" in parts and viewer_url:
+        story = browser.new_context(viewport=view)
+        url = f"{viewer_url}/?lang={lang}&draw=0&story=one-gpu&chapter=1"
+        story_page = _open(story, url, wait=False)
     if {"page", "tour", "labs", "panels", "present"} & set(parts):
         ctx = browser.new_context(viewport=view)
         walk_main(_open(ctx, f"{rights_url}/?lang={lang}&draw=0"), into, parts)
         ctx.close()
-    if "story" in parts and viewer_url:
-        ctx = browser.new_context(viewport=view)
-        walk_story(_open(ctx, f"{viewer_url}/?lang={lang}&draw=0&story=one-gpu&chapter=1"), into)
-        ctx.close()
+    if story is not None:
+        walk_story(story_page, into)
+        story.close()
     if "sheet" in parts:
         for copy in ("/sheet", "/sheet/teacher"):
             ctx = browser.new_context(viewport=view)
@@ -192,12 +208,13 @@ def walk(
     return into
 
 
-def _open(ctx, url: str):
+def _open(ctx, url: str, wait: bool = True):
     page = ctx.new_page()
     page.add_init_script(INIT_JS)
     watch_requests(page)
-    page.goto(url)
-    page.wait_for_function("window.trainingRun && window.trainingRunI18n", timeout=60_000)
+    page.goto(url, wait_until="load" if wait else "commit")
+    if wait:
+        page.wait_for_function("window.trainingRun && window.trainingRunI18n", timeout=60_000)
     return page
 
 

@@ -132,31 +132,35 @@ def test_no_line_is_left_in_english(browser, two_servers, lang) -> None:
     shown = "\n".join(f"{where}: {text}" for text, where in sorted(misses.items())[:40])
     assert not misses, f"{len(misses)} lines without {lang} words:\n{shown}"
 
-    # An independent look at what a student sees: the main page, the tour at a stop, the
+    # An independent look at what a student sees: the main page, the tour at a stop, a lab, the
     # story at a chapter; nothing visible that reads as English. Words, not pixels: the pages
-    # skip the WebGL draw (?draw=0).
+    # skip the WebGL draw (?draw=0). The four load side by side.
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
     ctx.add_init_script(INIT_JS)
-    for query in (f"?lang={lang}&tour=3", f"?lang={lang}&lab=memory", f"?lang={lang}"):
-        query += "&draw=0"
-        page = ctx.new_page()
-        page.goto(f"{rights.url}/{query}")
+    looks = {
+        f"{rights.url}/?lang={lang}&tour=3&draw=0": "window.trainingRun.tourActive",
+        f"{rights.url}/?lang={lang}&lab=memory&draw=0": (
+            "window.trainingRunLabs && window.trainingRunLabs.open"
+        ),
+        f"{rights.url}/?lang={lang}&draw=0": "true",
+        f"{viewer.url}/?lang={lang}&draw=0&story=one-gpu&chapter=8": (
+            "window.trainingRun.story.chapter === 8"
+        ),
+    }
+    pages = {}
+    for url in looks:
+        pages[url] = page = ctx.new_page()
+        page.goto(url, wait_until="commit")
+    for url, ready in looks.items():
+        page = pages[url]
         page.wait_for_function(
-            "window.trainingRun && window.trainingRun.step > 0 && window.trainingRun.stageReady",
+            "window.trainingRun && window.trainingRun.step > 0 && window.trainingRun.stageReady"
+            f" && ({ready})",
             timeout=60_000,
         )
-        if "lab=" in query:
-            page.wait_for_function("window.trainingRunLabs && window.trainingRunLabs.open")
         quiet(page)
         english = [t for t in page.evaluate(VISIBLE_TEXT_JS) if ENGLISH.search(t)]
-        assert not english, (query, english[:20])
-        page.close()
-    page = ctx.new_page()
-    page.goto(f"{viewer.url}/?lang={lang}&draw=0&story=one-gpu&chapter=8")
-    page.wait_for_function("window.trainingRun && window.trainingRun.story.chapter === 8")
-    quiet(page)
-    english = [t for t in page.evaluate(VISIBLE_TEXT_JS) if ENGLISH.search(t)]
-    assert not english, ("story", english[:20])
+        assert not english, (url, english[:20])
     ctx.close()
 
 
