@@ -239,6 +239,63 @@ def test_phone_shows_the_scene_the_numbers_and_a_menu(page_at, web) -> None:
     assert watch.errors == []
 
 
+def _touch(cdp, kind: str, points: list[tuple[float, float]]) -> None:
+    cdp.send(
+        "Input.dispatchTouchEvent",
+        {
+            "type": kind,
+            "touchPoints": [{"x": x, "y": y, "id": i} for i, (x, y) in enumerate(points)],
+        },
+    )
+
+
+def _gesture(cdp, start: list[tuple[float, float]], end: list[tuple[float, float]]) -> None:
+    """Fingers down at `start`, moved in ten even steps to `end`, lifted."""
+    _touch(cdp, "touchStart", start)
+    for k in range(1, 11):
+        f = k / 10
+        pts = [
+            (a[0] + (b[0] - a[0]) * f, a[1] + (b[1] - a[1]) * f)
+            for a, b in zip(start, end, strict=True)
+        ]
+        _touch(cdp, "touchMove", pts)
+    _touch(cdp, "touchEnd", [])
+
+
+def test_on_a_phone_a_drag_turns_the_scene_and_a_pinch_zooms(page_at, web) -> None:
+    """Real touch events (Chromium's own, as a phone sends them): one finger dragged across
+    the scene turns the camera round what it looks at; two fingers spread apart bring it
+    closer, pinched together take it back."""
+    w, h = 390, 844
+    watch = page_at(viewport={"width": w, "height": h}, is_mobile=True, has_touch=True)
+    page = watch.page
+    page.wait_for_function("window.trainingRun.stageReady && window.trainingRun.frames > 0")
+    web.landed(page)
+    canvas = page.evaluate(RECT, "#stage")
+    cx, cy = (canvas["x"] + canvas["r"]) / 2, (canvas["y"] + canvas["b"]) / 2
+    cdp = page.context.new_cdp_session(page)
+    dist = "window.trainingRun.camera.distance"
+    before = page.evaluate(dist)
+
+    # Two fingers spread apart: closer.
+    _gesture(cdp, [(cx - 30, cy), (cx + 30, cy)], [(cx - 150, cy), (cx + 150, cy)])
+    page.wait_for_function(f"{dist} < {before * 0.8}")
+    closer = page.evaluate(dist)
+    pose = page.evaluate("window.trainingRun.cameraPose")
+    # One finger across: the camera turns round the same point, at the same distance.
+    _gesture(cdp, [(cx - 100, cy)], [(cx + 60, cy)])
+    was = ",".join(map(str, pose["position"]))
+    page.wait_for_function(f"window.trainingRun.cameraPose.position.join() !== {was!r}")
+    turned = page.evaluate("window.trainingRun.cameraPose")
+    assert turned["target"] == pytest.approx(pose["target"], abs=1e-6)
+    assert page.evaluate(dist) == pytest.approx(closer, rel=0.02)
+    # Pinched together: further again.
+    _gesture(cdp, [(cx - 150, cy), (cx + 150, cy)], [(cx - 30, cy), (cx + 30, cy)])
+    page.wait_for_function(f"{dist} > {closer * 1.25}")
+    web.screenshot(page, "small_phone_touched")
+    assert watch.errors == [], watch.errors
+
+
 SMALL_PRINT = [
     "#time-assumption",
     "#time-total",
