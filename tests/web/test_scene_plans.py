@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from pageclock import page_clock
 
 DEBUG = "window.trainingRun.stageDebug"
 SMALL_VIEW = {"width": 1024, "height": 768}
@@ -50,18 +51,6 @@ def experts(web, tmp_path_factory):
     srv.stop()
 
 
-# The page's clock, at a rate the test sets (window.__clockRate(r)): a quarter of real time, so
-# a screenshot catches a moment that lasts a fraction of a second (a software-rendered frame at
-# 1920x1080 takes about that long), or four times real time to play the rest of a slow-motion
-# step once its pictures are taken. Every timer of the scene reads performance.now.
-PAGE_CLOCK = """((rate) => {
-  const now = performance.now.bind(performance);
-  let real = now(), page = real;
-  performance.now = () => page + (now() - real) * rate;
-  window.__clockRate = (r) => { const t = now(); page += (t - real) * rate; real = t; rate = r; };
-})(%s);"""
-
-
 @pytest.fixture
 def open_at(browser, web):
     opened = []
@@ -69,7 +58,7 @@ def open_at(browser, web):
     def _open(srv, query: str = "", viewport=SMALL_VIEW, clock: float | None = None):
         if clock is not None:
             ctx = browser.new_context(viewport=viewport)
-            ctx.add_init_script(PAGE_CLOCK % clock)
+            ctx.add_init_script(page_clock(clock))
             w = _Watch(ctx.new_page())
             w.page.goto(f"{srv.url}/{query}")
             w.page.wait_for_function(
