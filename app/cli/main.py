@@ -40,6 +40,12 @@ def _record(argv: list[str]) -> int:
     return record_main(argv)
 
 
+def _climb(argv: list[str]) -> int:
+    from app.cli.climb import climb_main
+
+    return climb_main(argv)
+
+
 def _memory(argv: list[str]) -> int:
     from app.cli.memory import memory_main
 
@@ -58,6 +64,7 @@ COMMANDS: dict[str, tuple[str, Callable[[list[str]], int]]] = {
     "watch": ("show a real PyTorch distributed job that reports to this server", _watch),
     "train": ("train headless: a progress bar, or JSON lines with --json", _train),
     "record": ("train the story's heavy runs now and keep them, to play at a page's pace", _record),
+    "climb": ("train the tiny model 100,000 steps, a look at every tenfold, for the story", _climb),
     "memory": ("how much GPU memory a model needs to serve and to train", _memory),
     "estimate": ("time, GPU-hours, energy, cost and interruptions of a whole run", _estimate),
 }
