@@ -23,6 +23,7 @@ from app.engine.drift import drift
 from app.labs.hardware import GPUS
 from app.labs.memory import FP32_GRADS_BYTES_PER_PARAM, compute_memory
 from app.paths import SCENES_DIR
+from app.run.climb import CLIMBS_DIR, load_climb
 
 router = APIRouter(prefix="/api/stories", tags=["stories"])
 
@@ -85,6 +86,8 @@ class Story(_Strict):
     runs: dict[str, StoryRun]
     # The runs too heavy to compute live at a page's pace: `trainingrun record` records them.
     recorded: list[str] = Field(default_factory=list)
+    # The long real run its climax plays back (scenes/climb/<name>.json, `trainingrun climb`).
+    climb: str | None = Field(default=None, pattern=r"^[a-z0-9-]+$")
     scale: StoryScale
     chapters: list[Chapter] = Field(min_length=1)
 
@@ -109,6 +112,11 @@ def load_story(story_id: str) -> Story:
     for ch in story.chapters:
         if ch.run not in story.runs:
             raise ValueError(f"story {story_id!r}: chapter {ch.id!r} needs unknown run {ch.run!r}")
+    if story.climb is not None:
+        try:
+            load_climb(CLIMBS_DIR / f"{story.climb}.json")
+        except (OSError, ValueError, KeyError) as e:
+            raise ValueError(f"story {story_id!r}: climb {story.climb!r}: {e}") from None
     if story.scale.gpu not in GPUS:
         raise ValueError(f"story {story_id!r}: unknown GPU {story.scale.gpu!r}")
     return story
@@ -165,7 +173,10 @@ def layer_figures(run: StoryRun) -> dict[str, Any]:
 def _story(story_id: str) -> dict[str, Any]:
     story = load_story(story_id)
     figures = scale_figures(story) | layer_figures(story.runs[story.chapters[0].run])
-    return {**story.model_dump(), "figures": figures}
+    out = {**story.model_dump(), "figures": figures}
+    if story.climb is not None:
+        out["climb"] = load_climb(CLIMBS_DIR / f"{story.climb}.json")
+    return out
 
 
 def side_run(run_ref: str, base: RunConfig) -> tuple[RunConfig, str] | None:

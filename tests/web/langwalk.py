@@ -184,10 +184,11 @@ def walk(
     """Every miss seen, text -> where on the page."""
     into: dict[str, str] = {}
     view = {"width": 1280, "height": 800}  # where every toolbar button has its place
-    # The story's page starts loading first, beside the main page's walk.
+    # The story's page starts loading first, beside the main page's walk. With reduced motion
+    # a chapter shows at once what it ends on (the climb to a million, its last line).
     story = None
     if "story" in parts and viewer_url:
-        story = browser.new_context(viewport=view)
+        story = browser.new_context(viewport=view, reduced_motion="reduce")
         url = f"{viewer_url}/?lang={lang}&draw=0&story=one-gpu&chapter=1"
         story_page = _open(story, url, wait=False)
     if {"page", "tour", "labs", "panels", "present"} & set(parts):

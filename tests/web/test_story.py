@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from pageclock import page_clock
 
 from app.engine.config import RunConfig
 from app.engine.plan import plan_problems
@@ -32,6 +33,7 @@ from app.routes import story as story_routes
 ROOT = Path(__file__).resolve().parents[2]
 
 STORY = json.loads((SCENES_DIR / "stories" / "one-gpu.json").read_text())
+CLIMB = json.loads((SCENES_DIR / "climb" / f"{STORY['climb']}.json").read_text())
 # The seed's chapters, in its order.
 SEED_ORDER = [
     "field", "cores", "walls", "layers", "next-token", "guess", "gradients", "step",
@@ -95,6 +97,8 @@ def test_story_route_serves_chapters_and_full_size_figures(client: TestClient) -
     assert f["layers4"]["fraction"] < 1 < f["layers8"]["fraction"]  # four fit, eight do not
     assert f["layers8"]["bytes"] == pytest.approx(18 * f["layers8"]["params"])
     assert 0.5 < f["expert_share"] < 1  # most of a layer's weights are in its experts
+    # The climax's long run comes with the story, as shipped.
+    assert body["climb"]["decades"] == CLIMB["decades"] and body["climb"]["steps"] >= 100_000
 
 
 def test_story_route_refuses_bad_input(client: TestClient) -> None:
@@ -109,6 +113,13 @@ def test_a_broken_story_is_named(tmp_path, monkeypatch) -> None:
     (tmp_path / "one-gpu.json").write_text(json.dumps(bad))
     monkeypatch.setattr(story_routes, "STORIES_DIR", tmp_path)
     with pytest.raises(ValueError, match="run 'ep2'"):
+        story_routes.load_story("one-gpu")
+
+
+def test_a_story_whose_climb_is_missing_is_named(tmp_path, monkeypatch) -> None:
+    (tmp_path / "one-gpu.json").write_text(json.dumps({**STORY, "climb": "gone"}))
+    monkeypatch.setattr(story_routes, "STORIES_DIR", tmp_path)
+    with pytest.raises(ValueError, match="climb 'gone'"):
         story_routes.load_story("one-gpu")
 
 
@@ -234,13 +245,19 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
             assert sorted(fig["lit"]) == sorted(fig["route"]["experts"])
             assert abs(sum(fig["route"]["gates"]) - 1) < 1e-6
         elif cid == "again":
-            # The field re-tones at every tenfold of the live run's steps; the strip marks it.
+            # With reduced motion the climb shows its end at once: every tenfold's writing,
+            # the field in the shade of the last tenfold really trained, the counter past it.
             page.wait_for_function(
-                "(() => { const f = window.trainingRun.field, s = window.trainingRun.step;"
+                "(() => { const f = window.trainingRun.field, c = window.trainingRun.story.figure;"
                 " const now = document.querySelector('.sf-tone-now small');"
-                " return f.on && s > 0 && f.decade === Math.floor(Math.log10(s)) && now"
+                " return f.on && c && c.step === 1000000 && f.decade === c.decade && now"
                 " && now.textContent === (10 ** f.decade).toLocaleString('en-US'); })()"
             )
+            climb = story(page)["figure"]
+            assert climb["past"] is True and climb["decade"] == len(CLIMB["decades"]) - 1
+            assert climb["lines"] == [
+                {"step": d["step"], "writing": d["writing"]} for d in CLIMB["decades"]
+            ]
         elif cid == "gpu-1":
             page.wait_for_function("window.trainingRun.field.on === false")
         seen[cid] = story(page)
@@ -275,6 +292,63 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
     page.wait_for_function("window.trainingRun.story.chapter === null")
     assert "story=" not in page.url
     assert watch.errors == [], watch.errors
+
+
+def test_again_climbs_to_a_million_on_a_real_long_run(browser, tmp_path, web) -> None:
+    """Chapter 28 with motion, on a page clock four times real time: the counter climbs on a
+    log scale; at each tenfold the field takes that tenfold's shade and the model's writing
+    at that step appears; past the steps really trained the field keeps the last shade, the
+    counter says it goes on alone. "Run it for many more steps" climbs again from the start.
+    The server holds no story runs: the climb is the chapter's own, not the team's."""
+    srv = web.ServerProcess(tmp_path / "run", *SERVE, "--side-runs", "0", "--paused")
+    srv.start(fresh=True, timeout=120)
+    ctx = browser.new_context(viewport={"width": 1024, "height": 768})
+    ctx.add_init_script(page_clock(4.0))
+    try:
+        page = ctx.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{srv.url}/?story=one-gpu&chapter=28")
+        page.wait_for_function(
+            "window.trainingRun && window.trainingRun.story.figure"
+            " && window.trainingRun.story.figure.step > 0",
+            timeout=60_000,
+        )
+        trained = CLIMB["steps"]
+        # "Run it for many more steps" climbs again from the start, now that the field is up.
+        page.wait_for_function("window.trainingRun.field.on")
+        page.keyboard.press(" ")
+        page.wait_for_function("window.trainingRun.story.figure.step < 10")
+        seen: list[dict] = []
+        for _ in range(2000):  # bounded: the climb takes about 3.5 s at this clock
+            s = page.evaluate(
+                "({ c: window.trainingRun.story.figure, f: window.trainingRun.field.decade })"
+            )
+            seen.append(s)
+            if s["c"]["done"]:
+                break
+        assert seen[-1]["c"]["done"], seen[-1]
+        steps = [s["c"]["step"] for s in seen]
+        assert steps == sorted(steps) and steps[-1] == 1_000_000
+        for s in seen:
+            c = s["c"]
+            below = [d for d in CLIMB["decades"] if d["step"] <= c["step"]]
+            assert [x["writing"] for x in c["lines"]] == [d["writing"] for d in below]
+            assert c["decade"] == len(str(min(c["step"], trained))) - 1
+            assert c["past"] == (c["step"] > trained)
+        # The field took every shade the run really reached, in order, and no other.
+        shades = [s["f"] for s in seen]
+        assert sorted(set(shades)) == list(range(len(CLIMB["decades"]))), shades
+        assert shades == sorted(shades)
+        page.wait_for_function("window.trainingRun.field.decade === 5")
+        assert "Trained for real to step 100,000" in page.inner_text("#story-figure")
+        web.screenshot(page, "story_again_1024")
+        page.set_viewport_size(web.FULL_HD)
+        web.screenshot(page, "story_again_1920")
+        assert errors == [], errors
+    finally:
+        ctx.close()
+        srv.stop()
 
 
 def test_a_viewer_without_rights_watches_the_chapters_run(browser, tmp_path, web) -> None:

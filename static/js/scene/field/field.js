@@ -482,9 +482,9 @@ export function buildField(scene, { plan, palette, topology }) {
       const fade = Math.min(1, Math.max(0, (near - 12) / 40));
       beam.visible = fade > 0.02;
       beam.material.opacity = 0.55 * fade;
-      // "Every tenfold more steps, the weights shift a shade": with frame.tone on, the racks'
-      // colour moves one shade further at step 10, 100, 1,000, ... of the live run.
-      const dec = frame.tone ? toneOf(frame.step?.step ?? 0) : -1;
+      // "Every tenfold more steps, the weights shift a shade": frame.tone is the step whose
+      // tenfold the racks' colour shows (one shade further at 10, 100, 1,000, ...), or false.
+      const dec = frame.tone ? toneOf(frame.tone) : -1;
       const key = `${kinds.join(',')}|${shown}|${nextLod}|${pal.theme}|${fade.toFixed(2)}|${dec}`;
       if (key === lastKey) return false;
       lastKey = key;

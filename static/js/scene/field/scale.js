@@ -171,7 +171,8 @@ export function createScaleField({ scene, rig, canvas, store, look, requestRende
           busy = true;
         }
       }
-      frame.tone = Boolean(store?.state?.fieldTone);
+      // false, or the step whose tenfold the field's shade shows (the story's climb).
+      frame.tone = store?.state?.fieldTone || false;
       field.update(frame);
       return busy;
     },
