@@ -45,6 +45,8 @@ def test_wheel_carries_the_browser_files_and_scenes(wheel):
         "app/_static/vendor/swagger-ui/swagger-ui.css",
         "app/_static/vendor/swagger-ui/LICENSE",
         "app/_scenes/training-run.json",
+        "app/_scenes/stories/one-gpu.json",
+        "app/_scenes/climb/tiny.json",
         "app/engine/trainer.py",
     ):
         assert needed in names, needed
