@@ -396,7 +396,8 @@ class PresetMsg(_Out):
 
 
 class AttachedRunMsg(_Out):
-    """A real torch.distributed job reporting to this server (app/attach/, app/attached/run.py)."""
+    """A real torch.distributed job reporting to this server (app/reporter/ in the job,
+    app/attached/run.py here)."""
 
     backend: str = Field(description="its process group backend, e.g. gloo or nccl")
     device: str = Field(description="where its ranks compute, e.g. cpu or cuda")
@@ -731,7 +732,7 @@ control_adapter: TypeAdapter[Any] = TypeAdapter(Control)
 server_message_adapter: TypeAdapter[Any] = TypeAdapter(ServerMessage)
 
 
-# --- a real job reporting its steps (app/attach/ -> POST /api/attach) ----------------------
+# --- a real job reporting its steps (app/reporter/ -> POST /api/attach) ----------------------
 
 ATTACH_MAX_STEPS = 128  # step reports in one batch
 Seconds = Annotated[float, Field(ge=0.0, le=86_400.0)]

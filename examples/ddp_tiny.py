@@ -26,7 +26,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from app.attach import Reporter  # noqa: E402
+from app.reporter import Reporter  # noqa: E402
 
 STORIES = (
     "once upon a time there was a little robot who loved to count the stars . "

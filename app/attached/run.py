@@ -1,6 +1,6 @@
 """An attached run: a real torch.distributed job reporting to a `trainingrun watch` server.
 
-Each rank of the job sends its measured steps (app/attach/, POST /api/attach). `AttachedRun`
+Each rank of the job sends its measured steps (app/reporter/, POST /api/attach). `AttachedRun`
 collects them, and once every rank has reported a step it turns them into the same `hello`
 and `step` messages the built-in engine's run produces, so the page draws the job with the
 scene it already has: the job's real world size, its ranks per node as servers, one lane per
@@ -86,7 +86,7 @@ MAX_STEP_JUMP = 2**30
 MEASURED_LABEL = "measured on your cluster"
 WAITING_MESSAGE = (
     "Waiting for a run to attach: start a torch.distributed job with "
-    "Reporter(url) from app.attach, e.g. torchrun --nproc-per-node 4 "
+    "Reporter(url) from app.reporter, e.g. torchrun --nproc-per-node 4 "
     "examples/ddp_tiny.py --report {url}"
 )
 

@@ -1,5 +1,5 @@
 """`trainingrun watch`: a server with no built-in run, showing a real torch.distributed job
-that reports to it (app/attach/ in the job, app/attached/run.py here). The page opens at once and
+that reports to it (app/reporter/ in the job, app/attached/run.py here). The page opens at once and
 says it is waiting until a job attaches."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def build_parser(table: type[Settings] = Settings) -> argparse.ArgumentParser:
     p = CommandParser(
         prog="trainingrun watch",
         description="Show a real PyTorch distributed job on the page: start this, then the job "
-        "with `from app.attach import Reporter` (e.g. torchrun --nproc-per-node 4 "
+        "with `from app.reporter import Reporter` (e.g. torchrun --nproc-per-node 4 "
         "examples/ddp_tiny.py --report http://127.0.0.1:8000). Options can also be set as "
         "TRAININGRUN_* environment variables.",
     )

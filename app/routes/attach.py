@@ -1,6 +1,6 @@
 """POST /api/attach: the steps of a real torch.distributed job, one rank's batch at a time.
 
-A rank's reporter (app/attach/) sends an `AttachBatch` (app/protocol.py): who it is and its
+A rank's reporter (app/reporter/) sends an `AttachBatch` (app/protocol.py): who it is and its
 latest measured steps. The body is validated like every control (unknown fields, wrong types
 and numbers that are not finite are refused with a 422 naming the field, a step no job could
 have reached with a 422 `step_out_of_range`); a server that is not loopback-only needs its

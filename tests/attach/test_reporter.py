@@ -1,4 +1,4 @@
-"""The reporter a real job calls (app/attach/): what it measures, what it sends, and that a
+"""The reporter a real job calls (app/reporter/): what it measures, what it sends, and that a
 server that is away never holds the training loop up."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import torch.distributed as dist  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
-from app.attach import Reporter  # noqa: E402
 from app.protocol import AttachBatch  # noqa: E402
+from app.reporter import Reporter  # noqa: E402
 
 from .conftest import ROOT, free_port  # noqa: E402
 
@@ -97,7 +97,7 @@ def train(reporter: Reporter, model: nn.Module, steps: int) -> None:
 
 
 def test_importing_the_reporter_needs_no_torch() -> None:
-    code = "import sys, app.attach; print('torch' in sys.modules)"
+    code = "import sys, app.reporter; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
 

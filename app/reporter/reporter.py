@@ -1,7 +1,7 @@
 """`Reporter`: what a real torch.distributed training script adds to show its run on a
 `trainingrun watch` server.
 
-    from app.attach import Reporter
+    from app.reporter import Reporter
 
     reporter = Reporter("http://127.0.0.1:8000", model=ddp_model, optimizer=opt)
     for x, y in batches:
@@ -19,8 +19,8 @@
 Every rank does the same. Each step is timed where it runs: wall clock on a CPU, CUDA events
 on a GPU (read later by the sender thread, so the loop never synchronises for them); a DDP
 model gets a communication hook that measures its gradient all-reduce and its bytes
-(app/attach/hook.py). Reports go into a bounded buffer that a background thread sends
-(app/attach/sender.py): a server that is away, slow or gone costs the job nothing but the
+(app/reporter/hook.py). Reports go into a bounded buffer that a background thread sends
+(app/reporter/sender.py): a server that is away, slow or gone costs the job nothing but the
 reports it drops, which are counted. Reporting to a server that is not on this machine's
 loopback needs its token (`token=` or TRAININGRUN_TOKEN); without one the reporter says so
 once and stays off, and the job trains on.
@@ -42,8 +42,8 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-from app.attach.hook import Bucket, CommState, install
-from app.attach.sender import Sender
+from app.reporter.hook import Bucket, CommState, install
+from app.reporter.sender import Sender
 
 log = logging.getLogger("trainingrun.attach")
 
