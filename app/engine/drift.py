@@ -74,8 +74,7 @@ def side_config(config: RunConfig) -> RunConfig:
 def _train(config: RunConfig, steps: int, shared: bool, run_dir: Path) -> CopiesAfter:
     t = Trainer(config, run_dir, fresh=True)
     try:
-        # Rows that differ must each get their own update (no shortcut).
-        t.shared_update = False
+        # The step through the engine's interface, with or without its all-reduce.
         for _ in range(steps):
             batch, _take = t.loader.next()
             _, work = t.engine.forward_backward(batch.idx, batch.targets)
@@ -85,12 +84,12 @@ def _train(config: RunConfig, steps: int, shared: bool, run_dir: Path) -> Copies
             t.step += 1
         name = t.probe_weights_name
         idx = t._probe_index
-        weights = [[float(x) for x in np.asarray(t.params[name][g])[idx]] for g in range(COPIES)]
+        copies = [t.engine.full_params(c) for c in range(COPIES)]
+        weights = [[float(x) for x in np.asarray(c[name])[idx]] for c in copies]
         diff = 0.0
         differing = 0
-        for p in t.params.values():
-            a = np.asarray(p)
-            d = np.abs(a[0] - a[1])
+        for n in copies[0]:
+            d = np.abs(np.asarray(copies[0][n]) - np.asarray(copies[1][n]))
             diff = max(diff, float(d.max()))
             differing += int(np.count_nonzero(d))
         return CopiesAfter(

@@ -153,14 +153,14 @@ class ShardedModel:
                 dst = {"p": self.params[s], "m": self.opts[s].m, "v": self.opts[s].v}[into][n]
                 dst[...] = xp.asarray(np.stack(stage_rows(n, to_numpy(full[n]), self.plan)))
 
-    def full(self, which: str = "p") -> dict[str, np.ndarray]:
+    def full(self, which: str = "p", copy: int = 0) -> dict[str, np.ndarray]:
         """One full copy of the parameters ("p") or AdamW moments ("m", "v"), gathered from
-        the shards, in the fixed parameter order."""
+        the shards of data-parallel copy `copy`, in the fixed parameter order."""
         out = {}
         for n in self.shapes:
             s = stage_of(n, self.cfg.n_layer, self.plan.pp)
             src = {"p": self.params[s], "m": self.opts[s].m, "v": self.opts[s].v}[which][n]
-            out[n] = gather(n, src, self.plan)
+            out[n] = gather(n, src, self.plan, copy)
         return out
 
     @property

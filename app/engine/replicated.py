@@ -180,7 +180,10 @@ class ReplicatedEngine:
         # update's inputs are bit-identical on every GPU, so by default it is computed once
         # and written into each GPU's arrays: the same bits each GPU would get, without
         # simulating G identical sweeps (tests compare both ways).
-        self.opt.step(self.params, self.grads, lr, rows_identical=self.shared_update)
+        # Without the all-reduce (a step that only shows what would happen) the rows differ,
+        # and each gets its own update.
+        shared = self.shared_update and work.ring is not None
+        self.opt.step(self.params, self.grads, lr, rows_identical=shared)
         work.update_wall += time.perf_counter() - t0
 
     def trace(self, work: ReplicatedWork, costs: StepCosts) -> StepOutcome:
@@ -240,8 +243,14 @@ class ReplicatedEngine:
         weights = to_numpy(self.params[weights_name][0])
         return to_numpy(logits).astype(float), weights, []
 
-    def full_params(self) -> dict[str, np.ndarray]:
-        return {name: to_numpy(self.params[name][0]) for name in self.shapes}
+    def full_params(self, copy: int = 0) -> dict[str, np.ndarray]:
+        if not 0 <= copy < self.copies:
+            raise ValueError(f"copy {copy} of {self.copies}")
+        return {name: to_numpy(self.params[name][copy]) for name in self.shapes}
+
+    @property
+    def copies(self) -> int:
+        return self.config.gpus
 
     def params_l2(self) -> float:
         return math.sqrt(sum(float(np.vdot(p, p)) for p in self.full_params().values()))

@@ -182,8 +182,12 @@ class ShardedEngine:
         weights = np.asarray(to_numpy(full[weights_name][0]))
         return np.asarray(to_numpy(logits), float), weights, route
 
-    def full_params(self) -> dict[str, np.ndarray]:
-        return self._model.full("p")
+    def full_params(self, copy: int = 0) -> dict[str, np.ndarray]:
+        return self._model.full("p", copy)
+
+    @property
+    def copies(self) -> int:
+        return self.plan.dp // self.plan.ep
 
     def params_l2(self) -> float:
         return self._model.params_l2()

@@ -106,12 +106,16 @@ def stage_rows(name: str, full: Array, plan: Plan) -> list[Array]:
     return [shard(name, full, plan, t, d % plan.ep) for t in range(plan.tp) for d in range(plan.dp)]
 
 
-def gather(name: str, rows: Array, plan: Plan) -> np.ndarray:
-    """The full parameter from a stage's (R, *shard) array (one copy of each shard)."""
+def gather(name: str, rows: Array, plan: Plan, copy: int = 0) -> np.ndarray:
+    """The full parameter from a stage's (R, *shard) array, as data-parallel copy `copy`
+    holds it: each copy is `ep` data-parallel ranks, one for each expert shard."""
     dp = plan.dp
+    if not 0 <= copy < dp // plan.ep:
+        raise ValueError(f"copy {copy} of {dp // plan.ep}")
+    first = copy * plan.ep
 
     def row(t: int, e: int) -> np.ndarray:
-        return to_numpy(rows[t * dp + e])
+        return to_numpy(rows[t * dp + first + e])
 
     cut = tp_split(name)
     by_t = []

@@ -93,10 +93,6 @@ class StageComm:
             self.program.append(("all_to_all", pair_bytes))
 
 
-def _t(a: Array) -> Array:
-    return xp.swapaxes(a, -1, -2)
-
-
 class Stage:
     """Forward and backward of layers [layers.start, layers.stop) on one stage's GPUs.
 

@@ -109,8 +109,14 @@ class StepEngine(Protocol):
         for a model with experts where each layer's router sends the prompt's last token
         (experts, gates), layer by layer (empty for a dense model)."""
 
-    def full_params(self) -> dict[str, np.ndarray]:
-        """One full copy of the parameters, in the fixed order (gathered from shards)."""
+    def full_params(self, copy: int = 0) -> dict[str, np.ndarray]:
+        """One full copy of the parameters, in the fixed order (gathered from shards): as
+        data-parallel copy `copy` holds them (0 .. copies - 1; after every averaged step
+        all copies hold the same)."""
+
+    @property
+    def copies(self) -> int:
+        """How many whole copies of the model the GPUs hold between them."""
 
     def params_l2(self) -> float:
         """L2 norm of all the parameters, each counted once."""

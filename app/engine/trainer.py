@@ -93,7 +93,7 @@ from .config import RunConfig
 from .device import SimGpu
 from .lake import DataError, DataLake, repair_message, tokenize
 from .loader import Loader
-from .parallel import ShardedModel, StepStats
+from .parallel import StepStats
 from .plan import Plan
 from .replicated import ReplicatedEngine
 from .report import (
@@ -303,34 +303,6 @@ class Trainer:
     @property
     def last_stats(self) -> StepStats:
         return self.engine.last_stats
-
-    # The engine's own arrays, for tests and tools that look inside a run: the replicated
-    # engine's stacked params, grads and AdamW (an AttributeError under a plan), or the
-    # sharded model under a plan (None without one).
-    @property
-    def params(self):
-        return self.engine.params  # type: ignore[attr-defined]
-
-    @property
-    def grads(self):
-        return self.engine.grads  # type: ignore[attr-defined]
-
-    @property
-    def opt(self):
-        return self.engine.opt  # type: ignore[attr-defined]
-
-    @property
-    def sharded(self) -> ShardedModel | None:
-        return getattr(self.engine, "sharded", None)
-
-    @property
-    def shared_update(self) -> bool:
-        """Replicated runs: AdamW's update computed once for every (identical) row."""
-        return bool(getattr(self.engine, "shared_update", False))
-
-    @shared_update.setter
-    def shared_update(self, on: bool) -> None:
-        self.engine.shared_update = bool(on)  # type: ignore[attr-defined]
 
     def _skipped_events(self, skipped) -> list[Event]:
         return [

@@ -121,7 +121,8 @@ def test_planned_runs_match_numpy(tmp_path, numpy_after, plan):
     got, t_torch = _losses(tmp_path, "torch", 4, **config)
     for a, b in zip(got, ref, strict=True):
         assert abs(a - b) <= REL_TOL * abs(b)
-    held = t_torch.sharded.params[0] if t_torch.sharded is not None else t_torch.params
+    sharded = getattr(t_torch.engine, "sharded", None)  # the engine a plan chose
+    held = sharded.params[0] if sharded is not None else t_torch.engine.params
     assert all(isinstance(v, torch.Tensor) for v in held.values())
     assert t_torch.replicas_identical()
     np_params, t_params = t_np.full_params(), t_torch.full_params()

@@ -21,11 +21,11 @@ SMALL = dict(gpus=4, servers=2, batch_size=8, probe_every=0, corpus_stories=300)
 
 def snapshot(t: Trainer) -> dict[str, object]:
     """Everything an update or a step would change, as bytes (NaN compares equal to itself)."""
-    out: dict[str, object] = {"step": t.step, "tokens": t.tokens_total, "t": t.opt.t}
-    for k, v in t.params.items():
+    out: dict[str, object] = {"step": t.step, "tokens": t.tokens_total, "t": t.engine.opt.t}
+    for k, v in t.engine.params.items():
         out[f"p.{k}"] = np.asarray(v).tobytes()
-        out[f"m.{k}"] = np.asarray(t.opt.m[k]).tobytes()
-        out[f"v.{k}"] = np.asarray(t.opt.v[k]).tobytes()
+        out[f"m.{k}"] = np.asarray(t.engine.opt.m[k]).tobytes()
+        out[f"v.{k}"] = np.asarray(t.engine.opt.v[k]).tobytes()
     out["position"] = t.loader.position
     return out
 
@@ -36,7 +36,7 @@ def test_a_nan_weight_stops_the_step_and_nothing_is_updated(tmp_path):
     try:
         for _ in range(3):
             t.train_step()
-        t.params["layers.0.mlp.w1"][:, 0, 0] = np.nan
+        t.engine.params["layers.0.mlp.w1"][:, 0, 0] = np.nan
         before = snapshot(t)
         with pytest.raises(Diverged) as info:
             t.train_step()
@@ -80,7 +80,7 @@ def _poison_once(t: Trainer, step: int, how: str) -> None:
                 losses = np.array(losses, dtype=float)
                 losses[1] = np.inf
             else:
-                t.grads["wte"][2, 0, 0] = np.inf
+                t.engine.grads["wte"][2, 0, 0] = np.inf
         return losses, walls
 
     t._forward_backward = forward_backward

@@ -126,7 +126,7 @@ def test_a_run_that_trained_on_from_its_checkpoint_and_then_diverged_blames_no_c
     try:
         assert t.step == 2
         t.train_step()  # step 3 trains on from the checkpoint at step 2
-        t.params["layers.0.mlp.w1"][...] = np.nan
+        t.engine.params["layers.0.mlp.w1"][...] = np.nan
         with pytest.raises(Diverged) as info:
             t.train_step()
         assert info.value.exhausted is False and not info.value.events

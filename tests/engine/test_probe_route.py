@@ -37,7 +37,7 @@ def test_the_route_is_the_routers_choice(tmp_path) -> None:
     t = Trainer(RunConfig(**SMALL, gpus=1, servers=1, n_layer=2, experts=8, top_k=2),
                 tmp_path, fresh=True)  # fmt: skip
     try:
-        whole, full = t.sharded.whole_model()
+        whole, full = t.engine.sharded.whole_model()
         p = "layers.0."
         full[p + "ln2.g"][...] = 0.0
         full[p + "ln2.b"][...] = 1.0

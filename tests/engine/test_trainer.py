@@ -12,7 +12,7 @@ SMALL = dict(gpus=4, servers=2, batch_size=8, probe_every=5)
 
 
 def _params(trainer: Trainer) -> dict[str, np.ndarray]:
-    return {k: np.array(v[0]) for k, v in trainer.params.items()}
+    return {k: np.array(v[0]) for k, v in trainer.engine.params.items()}
 
 
 def test_data_parallel_matches_a_single_device(tmp_path, shared_lake):
@@ -41,7 +41,7 @@ def test_data_parallel_matches_a_single_device(tmp_path, shared_lake):
     )
     own = Trainer(cfg, shared_lake(tmp_path / "own", 400))
     try:
-        own.shared_update = False
+        own.engine.shared_update = False
         for _ in range(20):
             own.train_step()
         assert own.replicas_identical()

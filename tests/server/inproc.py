@@ -90,7 +90,7 @@ class PoisonedWorker(Worker):
 
     def __init__(self, conn: Connection, spec: WorkerSpec, parent_pid: int | None = None) -> None:
         super().__init__(conn, spec, parent_pid)
-        for arr in self.trainer.params.values():
+        for arr in self.trainer.engine.params.values():
             arr[...] = np.nan
 
 
