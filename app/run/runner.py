@@ -339,10 +339,8 @@ class Runner:
             return "the server is shutting down"
         if self._respawn_note:
             return self._respawn_note
-        if not self._worker.alive:
+        if not self._worker.alive or not self._worker.reader_alive:
             return self._worker.down_reason()
-        if not self._worker.reader_alive:
-            return "the thread that reads from the training worker has stopped"
         if self.history.write_problem is not None:
             return f"the run record cannot be written: {self.history.write_problem}"
         if self._record_error is not None:

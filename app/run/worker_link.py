@@ -98,18 +98,27 @@ class WorkerLink:
         self._ready: asyncio.Future[RunInfo] | None = None
         self._bad_messages = 0
         self.last_failure = ""  # why the latest worker stopped, in one line
+        # What the reader saw as it ended (its pipe, the reason), before the event loop has
+        # taken it in: health may ask in between.
+        self._ended: tuple[Connection, str] | None = None
 
     @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.is_alive()
 
     def down_reason(self) -> str:
-        """Why the worker is not running, in one line: what its reader saw when it stopped,
-        else (the reader has not seen the end yet) how the process exited."""
+        """Why the worker is not running (or cannot be heard), in one line: what its reader
+        saw when it stopped, else (the reader has not seen the end yet) how the process
+        exited."""
         if self.last_failure:
             return self.last_failure
+        ended = self._ended
+        if ended is not None and ended[0] is self._conn:
+            return ended[1]
         if self._proc is not None and self._proc.exitcode is not None:
             return exit_reason(self._proc.exitcode)
+        if self.alive and not self.reader_alive:
+            return "the thread that reads from the training worker has stopped"
         return "the training worker is not running"
 
     @property
@@ -229,6 +238,7 @@ class WorkerLink:
                 self._bad_message("could not handle a message from the training worker")
         proc.join(EXIT_WAIT_S)
         reason = fatal or exit_reason(proc.exitcode)
+        self._ended = (conn, reason)
         try:
             loop.call_soon_threadsafe(self._gone, conn, reason)
         except RuntimeError:

@@ -164,3 +164,26 @@ def test_a_killed_worker_is_named_before_its_reader_has_seen_it_go() -> None:
     link._proc = proc  # the reader never ran: last_failure is still empty
     assert link.last_failure == "" and not link.alive
     assert link.down_reason() == "the training worker was killed by SIGKILL"
+
+
+def test_a_killed_worker_is_named_while_its_reader_hands_the_news_over() -> None:
+    """The reader has seen the pipe close and the exit, and has ended, but the event loop has
+    not taken the news in yet, and the process may not look dead to a second waiter: health
+    still names the death, not the reader."""
+    import multiprocessing as mp
+
+    proc = mp.get_context("spawn").Process(target=time.sleep, args=(60,))
+    proc.start()
+    try:
+        link = WorkerLink(on_step=print, on_gone=print, on_diverged=print)
+        conn = object()
+        link._proc, link._conn = proc, conn  # type: ignore[assignment]
+        assert link.alive and not link.reader_alive and link.last_failure == ""
+        assert link.down_reason() == "the thread that reads from the training worker has stopped"
+        link._ended = (conn, "the training worker was killed by SIGKILL")  # type: ignore[assignment]
+        assert link.down_reason() == "the training worker was killed by SIGKILL"
+        link._conn = object()  # type: ignore[assignment]  # a worker since replaced
+        assert link.down_reason() == "the thread that reads from the training worker has stopped"
+    finally:
+        proc.kill()
+        proc.join(10)
