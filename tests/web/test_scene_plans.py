@@ -343,8 +343,9 @@ def test_slow_motion_names_hand_offs_joins_and_waiting(pipeline, open_at, web) -
         f"{DEBUG}.handoffs > 0 && {DEBUG}.waiting > 0",
         "plan_pipeline_slow_handoff_1920",
         2,
+        between=2.0,
     )
-    _capture(page, web, f"{DEBUG}.tpJoins > 0", "plan_pipeline_slow_join_1920", 2)
+    _capture(page, web, f"{DEBUG}.tpJoins > 0", "plan_pipeline_slow_join_1920", 2, between=2.0)
     blocks = _play_out_fast(page)
     said = " ".join(f"{b['caption']} {b['also']}" for b in blocks)
     for words in (
@@ -366,7 +367,7 @@ def test_slow_motion_names_tokens_to_experts(experts, open_at, web) -> None:
     page.wait_for_function("window.trainingRun.step > 0", timeout=30_000)
     page.keyboard.press("2")
     page.keyboard.press("o")
-    _capture(page, web, f"{DEBUG}.tokens > 0", "plan_experts_slow_tokens_1920", 2)
+    _capture(page, web, f"{DEBUG}.tokens > 0", "plan_experts_slow_tokens_1920", 2, between=2.0)
     blocks = _play_out_fast(page)
     said = " ".join(f"{b['caption']} {b['also']}" for b in blocks)
     assert "Tokens to experts" in said, [(b["kind"], b["also"]) for b in blocks]
@@ -398,11 +399,17 @@ def test_screenshots_of_each_plan(which, viewport, query, name, request, open_at
     assert not w.errors, w.errors
 
 
-def _capture(page, web, moment: str, name: str, tries: int = 6) -> None:
+def _capture(page, web, moment: str, name: str, tries: int = 6, between: float = 0.0) -> None:
     """A screenshot during `moment`: taken once it holds, and again (a few times at most)
-    when it was over before the picture was."""
+    when it was over before the picture was. With `between`, the page's clock runs that many
+    times real time while the test waits for the moment, and at a quarter while the picture
+    is taken (on a page opened with the test's clock)."""
     for _ in range(tries):
+        if between:
+            page.evaluate(f"window.__clockRate({between})")
         page.wait_for_function(moment, timeout=90_000)
+        if between:
+            page.evaluate("window.__clockRate(0.25)")
         web.screenshot(page, name)
         if page.evaluate(moment):
             return
