@@ -390,12 +390,13 @@ def test_screenshots_of_each_plan(which, viewport, query, name, request, open_at
     w = open_at(srv, query, viewport=viewport, clock=0.25)
     page = w.page
     web.screenshot(page, f"{name}_overview")
-    # Up close, during the moment that tells the plan apart, the GPUs wearing their roles
-    # (the camera's one-second flight takes four on this clock).
+    # Up close, during the moment that tells the plan apart, the GPUs wearing their roles:
+    # the flight and the wait at twice real time, the picture at a quarter.
+    page.evaluate("window.__clockRate(2)")
     page.keyboard.press("2")
     web.landed(page, timeout=30_000)
     moment = f"{DEBUG}.handoffs > 0" if which == "pipeline" else f"{DEBUG}.tokens > 0"
-    _capture(page, web, f"{moment} && {DEBUG}.roleTagsShown", f"{name}_gpus")
+    _capture(page, web, f"{moment} && {DEBUG}.roleTagsShown", f"{name}_gpus", between=2.0)
     assert not w.errors, w.errors
 
 
