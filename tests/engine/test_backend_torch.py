@@ -148,7 +148,7 @@ def test_torch_run_resumes_a_numpy_checkpoint_and_keeps_going(tmp_path, numpy_af
     backend.use("torch", "cpu")
     b = Trainer(config, tmp_path / "run")
     assert b.step == 5
-    assert isinstance(b.params["wte"], torch.Tensor)
+    assert isinstance(b.engine.params["wte"], torch.Tensor)
     got = [b.train_step().loss for _ in range(3)]
     b.close(False)
     for x, y in zip(got, expected, strict=True):
