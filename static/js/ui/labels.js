@@ -16,8 +16,25 @@ export function mountLabels(store, { container, onOpen, onHover }) {
   const sizes = new Map(); // part id -> [w, h] in CSS px, measured once per look
   const MARGIN = 6;
   const forget = () => sizes.clear();
-  store.on('change:projector', forget);
-  window.addEventListener('resize', forget);
+  let covers = []; // the panels' boxes (coverBoxes), and when they were measured
+  let coversAt = -Infinity;
+  // A new window size, the projector look, or the tour or story coming and going move the
+  // panels: measure them again and place the labels now, and once more when the panels
+  // have settled (their boxes are read at most twice a second), even if nothing else moves.
+  let again = null;
+  function refresh() {
+    forget();
+    coversAt = -Infinity;
+    requestAnimationFrame(place);
+    clearTimeout(again);
+    again = setTimeout(() => {
+      coversAt = -Infinity;
+      place();
+    }, 600);
+  }
+  store.on('change:projector', refresh);
+  window.addEventListener('resize', refresh);
+  new MutationObserver(refresh).observe(document.body, { attributes: true, attributeFilter: ['class'] });
 
   function sizeOf(id, node) {
     let wh = sizes.get(id);
@@ -60,8 +77,6 @@ export function mountLabels(store, { container, onOpen, onHover }) {
   // What covers the scene: the boxes of the panels that show, measured at most twice a second
   // (reading layout on every frame would cost more than the labels).
   const COVERS = 'section.panel, #field-panel, .presenter-bar > *, .presenter-row > *, .topbar, #legend, #colour-key, .tour-box, .story-box';
-  let covers = [];
-  let coversAt = -Infinity;
   function coverBoxes() {
     const now = performance.now();
     if (now - coversAt < 500) return covers;
