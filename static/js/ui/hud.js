@@ -1,25 +1,9 @@
-// The heads-up display: run state, step, loss, measured tokens/s, restarts, the simulated
-// step time as a stacked bar with units, and the run's parallel plan. The bar is the sum of
-// the step's lanes: each group (data, compute, tensor, experts, all-reduce, checkpoint,
-// waiting: the table comes with `hello`) is the time the GPUs' lanes spend in it, averaged
-// over the GPUs. Kinds that run beside a lane's other work (`overlaps`: pipeline sends and
-// receives on the copy engines) take no time of the lane's own, so they are drawn as a thin
-// stripe under the bar and never added into its sum.
-//
-// The gradient all-reduce runs in buckets (hello.trace_kinds): what runs while the backward
-// pass is still going ("allreduce_hidden", on the communication stream) is such a beside kind,
-// drawn under the end of the compute segment and labelled "hidden under backward"; only the
-// exposed part adds to the bar. The optimizer update is a group of its own, apart from compute.
-//
-// The model lens: a switch above the bar shows the same step for a real model size (1B ...
-// 671B, the server's /api/labs/lens, priced by the same timing rules) on the live cluster or a
-// bigger one, labelled "what this step would cost for a ... model", with the sentence the
-// engine gives for what bounds it. Without it the bar is the live step, and a sentence made
-// from the bar's own shares says why the tiny model's step looks the way it does.
-//
-// The plan card says the plan in words a class follows ("2 copies × 2-way tensor split ×
-// 2 pipeline stages, 4 microbatches, 1F1B"), the bubble the step measured, and the bytes
-// each kind of traffic moved in the step (`step.plan_stats`).
+// The heads-up display: run state, step, loss, tokens/s, restarts; the simulated step time
+// as a stacked bar (each group the GPUs' mean time in it; kinds that run beside a lane's work,
+// `overlaps`, such as pipeline sends or the all-reduce hidden under backward, are a stripe
+// under the bar, never in its sum); the model lens (the same step priced for a real model
+// size, /api/labs/lens); and the plan card in a class's words, with the measured bubble and
+// the bytes each kind of traffic moved (`step.plan_stats`).
 
 import { TraceView } from '../scene/trace.js';
 import { activeFaults } from '../store.js';

@@ -1,12 +1,6 @@
-// Numbered HTML labels (1–7) pinned to the scene's parts. They are DOM text, not textures,
-// so they stay crisp at any size; they follow stage.anchors() after every rendered frame.
-//
-// Three rules keep them readable: no label covers the GPU racks (stage.partRect('gpus')): a
-// label that would is moved just above or below them (the GPU servers' own label below);
-// labels do not sit on one another (a later one steps up or down, by number); and every label
-// stays whole inside the window, however close the camera is. A label that would then sit
-// under a panel (the tour's box, the story's card, the top bar ...) is not shown: its part is
-// out of the free room; the part the tour or story names (the active label) always shows.
+// Numbered DOM labels (1–7) pinned to the scene's parts, placed after every drawn frame:
+// never over the GPU racks, never on one another, whole inside the window, and hidden under
+// a panel (its part is out of the free room) unless it is the part the tour or story names.
 
 import { el } from './format.js';
 
@@ -16,11 +10,9 @@ export function mountLabels(store, { container, onOpen, onHover }) {
   const sizes = new Map(); // part id -> [w, h] in CSS px, measured once per look
   const MARGIN = 6;
   const forget = () => sizes.clear();
-  let covers = []; // the panels' boxes (coverBoxes), and when they were measured
+  let covers = [];
   let coversAt = -Infinity;
-  // A new window size, the projector look, or the tour or story coming and going move the
-  // panels: measure them again and place the labels now, and once more when the panels
-  // have settled (their boxes are read at most twice a second), even if nothing else moves.
+  // Panels moved (resize, projector, tour, story): measure and place now and once settled.
   let again = null;
   function refresh() {
     forget();
