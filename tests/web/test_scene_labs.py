@@ -74,6 +74,7 @@ def test_memory_overflow_is_drawn_to_scale_inside_the_window(page_at, web) -> No
     w = page_at(reduced_motion="reduce")
     page = w.page
     web.wait_stage(page)
+    page.wait_for_function("window.trainingRunLabs")  # the labs' keys arrive after the stage
     page.keyboard.press("m")
     page.wait_for_function(f"{DEBUG}.overflowWalls > 0", timeout=30_000)
     pick_size(page, "70B")
@@ -106,6 +107,7 @@ def test_spread_over_the_gpus_brings_the_walls_below_the_line(page_at, web) -> N
     page = w.page
     web.wait_stage(page)
     gpus = int(web.SMALL[web.SMALL.index("--gpus") + 1])
+    page.wait_for_function("window.trainingRunLabs")  # the labs' keys arrive after the stage
     page.keyboard.press("m")
     pick_size(page, "70B")
     page.wait_for_function(f"{DEBUG}.overflowWalls === {gpus}", timeout=30_000)
