@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -30,11 +31,24 @@ ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 90.0
 
 
+# Ports handed out below the range the system gives a socket bound to port 0 (32768-60999 on
+# Linux): something that binds port 0 meanwhile (a test's own small HTTP server, a client's
+# side of a connection) can never take a port before the server that was given it binds it.
+_PORTS = random.Random()
+PORT_RANGE = (20000, 32000)
+
+
 def free_port() -> int:
-    """A loopback port nobody listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nobody listens on now, outside the system's port-0 range."""
+    for _ in range(500):
+        port = _PORTS.randrange(*PORT_RANGE)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # taken, or still closing
+            return port
+    raise RuntimeError(f"no free loopback port in {PORT_RANGE}")
 
 
 async def next_message(ws: Any, kind: str, timeout: float = 90.0) -> dict[str, Any]:
