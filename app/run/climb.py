@@ -10,7 +10,6 @@ same settings reproduces the shipped copy's first tenfolds (tests/run/test_climb
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -86,10 +85,6 @@ def _flat(trainer: Trainer) -> np.ndarray:
     return np.concatenate([p.ravel() for p in trainer.full_params().values()]).astype(np.float64)
 
 
-def _sha(trainer: Trainer) -> str:
-    return trainer.params_sha256()
-
-
 def run_climb(
     run_dir: str | Path,
     steps: int = DEFAULT_STEPS,
@@ -124,7 +119,7 @@ def run_climb(
                     writing=write_words(trainer),
                     top=[{"token": t.token, "p": round(t.p, 4)} for t in probe.top],
                     moved=round(float(np.linalg.norm(_flat(trainer) - start)) / scale, 5),
-                    params_sha256=_sha(trainer),
+                    params_sha256=trainer.params_sha256(),
                 )
             )
             since = []
@@ -144,7 +139,3 @@ def load_climb(path: str | Path = SHIPPED) -> dict[str, Any]:
     if steps != [10**i for i in range(len(steps))]:
         raise ValueError(f"{path}: decades must be 1, 10, 100, ...; got {steps}")
     return data
-
-
-def digest(data: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
