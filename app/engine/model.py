@@ -221,7 +221,15 @@ class Model:
         ops.embed(params["wte"], params["wpe"], idx, out=x)
         for i in range(cfg.n_layer):
             p, s = f"layers.{i}.", f"{i}."
-            self._ln(x, params, p + "ln1", ws, s + "ln1", s + "h1")
+            ops.norm(
+                x,
+                params,
+                p + "ln1",
+                ws,
+                out=sv[s + "h1"],
+                xhat=sv[s + "ln1_xhat"],
+                rstd=sv[s + "ln1_rstd"],
+            )
             ops.attention(
                 sv[s + "h1"],
                 params[p + "attn.wqkv"],
@@ -235,7 +243,15 @@ class Model:
                 sp=ws,
             )
             x += o
-            self._ln(x, params, p + "ln2", ws, s + "ln2", s + "h2")
+            ops.norm(
+                x,
+                params,
+                p + "ln2",
+                ws,
+                out=sv[s + "h2"],
+                xhat=sv[s + "ln2_xhat"],
+                rstd=sv[s + "ln2_rstd"],
+            )
             ops.mlp(
                 sv[s + "h2"],
                 params[p + "mlp.w1"],
@@ -249,46 +265,9 @@ class Model:
                 sp=ws,
             )
             x += o
-        self._ln(x, params, "lnf", ws, "lnf", "hf")
+        ops.norm(x, params, "lnf", ws, out=sv["hf"], xhat=sv["lnf_xhat"], rstd=sv["lnf_rstd"])
         ops.output_probs(sv["hf"], params["head"], sv["probs"], ws)
         return ws
-
-    @staticmethod
-    def _ln(
-        x: Array, params: dict[str, Array], name: str, ws: _Workspace, key: str, out: str
-    ) -> None:
-        sv = ws.saved
-        ops.layer_norm(
-            x,
-            params[name + ".g"],
-            params[name + ".b"],
-            out=sv[out],
-            xhat=sv[key + "_xhat"],
-            rstd=sv[key + "_rstd"],
-            sp=ws,
-        )
-
-    @staticmethod
-    def _ln_backward(
-        dh: Array,
-        params: dict[str, Array],
-        grads: dict[str, Array],
-        name: str,
-        ws: _Workspace,
-        key: str,
-        dx: Array,
-    ) -> None:
-        g, sv = params[name + ".g"], ws.saved
-        ops.layer_norm_backward(
-            dh,
-            g,
-            sv[key + "_xhat"],
-            sv[key + "_rstd"],
-            grads[name + ".g"],
-            grads[name + ".b"],
-            dx,
-            ws,
-        )
 
     # ---------------------------------------------------------------- backward
     def forward_backward(
@@ -332,7 +311,7 @@ class Model:
         dh = ws.scratch("dh", dx.shape)  # each sublayer's input gradient
         ops.linear_backward(dlogits, sv["hf"], params["head"], grads["head"], None, dh, ws)
         dx[...] = 0
-        self._ln_backward(dh, params, grads, "lnf", ws, "lnf", dx)
+        ops.norm_backward(dh, params, grads, "lnf", sv["lnf_xhat"], sv["lnf_rstd"], dx, ws)
 
         for i in reversed(range(cfg.n_layer)):
             p, s = f"layers.{i}.", f"{i}."
@@ -354,7 +333,9 @@ class Model:
                 dh=dh,
                 sp=ws,
             )
-            self._ln_backward(dh, params, grads, p + "ln2", ws, s + "ln2", dx)
+            ops.norm_backward(
+                dh, params, grads, p + "ln2", sv[s + "ln2_xhat"], sv[s + "ln2_rstd"], dx, ws
+            )
             # Attention: x += wo(softmax(q k^T / sqrt(D) + mask) v) + bo
             ops.attention_backward(
                 dx,
@@ -373,7 +354,9 @@ class Model:
                 dh=dh,
                 sp=ws,
             )
-            self._ln_backward(dh, params, grads, p + "ln1", ws, s + "ln1", dx)
+            ops.norm_backward(
+                dh, params, grads, p + "ln1", sv[s + "ln1_xhat"], sv[s + "ln1_rstd"], dx, ws
+            )
 
         ops.embed_backward(dx, idx, grads["wte"], grads["wpe"])
         return losses, grads

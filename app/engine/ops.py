@@ -218,6 +218,41 @@ def layer_norm_backward(
     dx += dh
 
 
+def norm(
+    x: Array,
+    P: dict[str, Array],
+    name: str,
+    sp: Space,
+    *,
+    out: Array | None = None,
+    xhat: Array | None = None,
+    rstd: Array | None = None,
+) -> tuple[Array, Array, Array]:
+    """The layer norm called `name` (gain P[name + ".g"], bias P[name + ".b"]) of x (R, N, C).
+    Writes into out, xhat and rstd, each allocated when not given; returns the three."""
+    out = xp.empty_like(x) if out is None else out
+    xhat = xp.empty_like(x) if xhat is None else xhat
+    rstd = xp.empty((*x.shape[:-1], 1), dtype=x.dtype) if rstd is None else rstd
+    layer_norm(x, P[name + ".g"], P[name + ".b"], out=out, xhat=xhat, rstd=rstd, sp=sp)
+    return out, xhat, rstd
+
+
+def norm_backward(
+    dh: Array,
+    P: dict[str, Array],
+    G: dict[str, Array],
+    name: str,
+    xhat: Array,
+    rstd: Array,
+    dx: Array,
+    sp: Space,
+    add: bool = False,
+) -> None:
+    """layer_norm_backward for the layer norm called `name`, its gradients into G."""
+    g, dg, db = P[name + ".g"], G[name + ".g"], G[name + ".b"]
+    layer_norm_backward(dh, g, xhat, rstd, dg, db, dx, sp, add)
+
+
 # ---------------------------------------------------------------------------- softmax
 def softmax_(z: Array, sp: Space) -> None:
     """Softmax over the last axis, in place, shifted by each row's maximum."""

@@ -175,7 +175,7 @@ class Stage:
         ctx["aux"] = aux
         if not self.last:
             return x, ctx
-        hf, lnf = self._ln(x, P, "lnf", sp)
+        hf, *lnf = ops.norm(x, P, "lnf", sp)
         probs = xp.empty((R, N, V), dtype=x.dtype)
         ops.output_probs(hf, P["head"], probs, sp)
         tgt = xp.reshape(xp.asarray(targets), (R, N))
@@ -184,14 +184,6 @@ class Stage:
         ctx.update(hf=hf, lnf=lnf, probs=probs, tgt=tgt)
         return (ce, aux), ctx
 
-    @staticmethod
-    def _ln(x: Array, P: dict[str, Array], name: str, sp: Space) -> tuple[Array, tuple]:
-        """The layer norm `name` of x (R, N, C): its output and (xhat, rstd) for the backward."""
-        h, xhat = xp.empty_like(x), xp.empty_like(x)
-        rstd = xp.empty((*x.shape[:-1], 1), dtype=x.dtype)
-        ops.layer_norm(x, P[name + ".g"], P[name + ".b"], out=h, xhat=xhat, rstd=rstd, sp=sp)
-        return h, (xhat, rstd)
-
     def _layer_forward(
         self, P: dict[str, Array], p: str, x: Array, B: int, T: int, sp: Space
     ) -> tuple[Array, dict[str, Any], Array]:
@@ -199,7 +191,7 @@ class Stage:
         C, Ht, Ct = cfg.n_embd, self.Ht, self.Ct
         N, dt = B * T, x.dtype
         s: dict[str, Any] = {}
-        h1, (s["ln1_xhat"], s["ln1_rstd"]) = self._ln(x, P, p + "ln1", sp)
+        h1, s["ln1_xhat"], s["ln1_rstd"] = ops.norm(x, P, p + "ln1", sp)
         s.update(
             h1=h1,
             qkv=xp.empty((R, N, 3 * Ct), dtype=dt),
@@ -222,7 +214,7 @@ class Stage:
             reduce=self._reduce(),
         )
         x = x + o
-        h2, (s["ln2_xhat"], s["ln2_rstd"]) = self._ln(x, P, p + "ln2", sp)
+        h2, s["ln2_xhat"], s["ln2_rstd"] = ops.norm(x, P, p + "ln2", sp)
         s["h2"] = h2
         if self.Xl:
             m, aux = self._moe_forward(P, p, h2, B, T, s, sp)
@@ -357,10 +349,7 @@ class Stage:
             dhf = xp.empty_like(hf)
             ops.linear_backward(d, hf, P["head"], G["head"], None, dhf, sp, add=True)
             dx = xp.zeros_like(hf)
-            xhat, rstd = ctx["lnf"]
-            ops.layer_norm_backward(
-                dhf, P["lnf.g"], xhat, rstd, G["lnf.g"], G["lnf.b"], dx, sp, add=True
-            )
+            ops.norm_backward(dhf, P, G, "lnf", *ctx["lnf"], dx, sp, add=True)
             comm.compute(4.0 * N * (2 * C + C * V))
         else:
             dx = dout
@@ -408,7 +397,7 @@ class Stage:
                 add=True,
                 reduce=self._reduce(),
             )
-        self._ln_backward(dh, P, G, p + "ln2", s, dx, sp)
+        ops.norm_backward(dh, P, G, p + "ln2", s["ln2_xhat"], s["ln2_rstd"], dx, sp, add=True)
         dh = xp.empty_like(dx)
         comm.compute(4.0 * N * (2 * C + C * 3 * Ct + 3 * Ct + Ct * C + C))
         ops.attention_backward(
@@ -425,22 +414,7 @@ class Stage:
             add=True,
             reduce=self._reduce(),
         )
-        self._ln_backward(dh, P, G, p + "ln1", s, dx, sp)
-
-    @staticmethod
-    def _ln_backward(
-        dh: Array,
-        P: dict[str, Array],
-        G: dict[str, Array],
-        name: str,
-        s: dict[str, Any],
-        dx: Array,
-        sp: Space,
-    ) -> None:
-        key = name.rsplit(".", 1)[-1]  # ln1 or ln2
-        xhat, rstd = s[key + "_xhat"], s[key + "_rstd"]
-        g, dg, db = P[name + ".g"], G[name + ".g"], G[name + ".b"]
-        ops.layer_norm_backward(dh, g, xhat, rstd, dg, db, dx, sp, add=True)
+        ops.norm_backward(dh, P, G, p + "ln1", s["ln1_xhat"], s["ln1_rstd"], dx, sp, add=True)
 
     def _moe_backward(
         self,
