@@ -27,7 +27,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.engine.config import RunConfig
-from app.engine.plan import SCHEDULES
+from app.engine.plan import SCHEDULES, plan_problems
 from app.engine.timing import PRESETS
 from app.speed import LESSON, parse_speed
 
@@ -461,6 +461,27 @@ def plan_names(table: type[BaseModel], where: Mapping[str, str]) -> dict[str, st
         if name in where:
             names[config_name(name, on)] = where[name]
     return names
+
+
+def plan_check(src: Any, batch_size: int, names: Mapping[str, str]) -> list[str]:
+    """The plan's rules (app/engine/plan.py `plan_problems`) for the plan settings on `src`
+    (a Settings, or a command line's parsed arguments), each problem in `names`' words."""
+    return plan_problems(
+        gpus=src.gpus,
+        servers=src.servers,
+        n_layer=src.layers,
+        n_head=RunConfig.n_head,
+        n_embd=RunConfig.n_embd,
+        batch_size=batch_size,
+        tp=src.tp,
+        pp=src.pp,
+        ep=src.ep,
+        microbatches=src.microbatches,
+        schedule=src.schedule,
+        experts=src.experts,
+        top_k=src.top_k,
+        names=names,
+    )
 
 
 def config_values(table: type[BaseModel], values: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,9 +13,7 @@ import webbrowser
 
 from app.cli.flags import add_settings, read_settings
 from app.cli.parser import CommandParser
-from app.engine.config import RunConfig
-from app.engine.plan import plan_problems
-from app.options import plan_names
+from app.options import plan_check, plan_names
 from app.routes.join import join_url, lan_address
 from app.run.history import record_in_use
 from app.run.rundir import check_run_dir
@@ -39,22 +37,7 @@ def settings_from_args(argv: list[str], table: type[Settings] = Settings) -> Set
     parser = build_parser(table)
     settings, where = read_settings(parser, "serve", table, parser.parse_args(argv))
     # The plan's rules (the engine's own), each naming the option or the variable.
-    found = plan_problems(
-        gpus=settings.gpus,
-        servers=settings.servers,
-        n_layer=settings.layers,
-        n_head=RunConfig.n_head,
-        n_embd=RunConfig.n_embd,
-        batch_size=settings.effective_batch_size,
-        tp=settings.tp,
-        pp=settings.pp,
-        ep=settings.ep,
-        microbatches=settings.microbatches,
-        schedule=settings.schedule,
-        experts=settings.experts,
-        top_k=settings.top_k,
-        names=plan_names(table, where.all()),
-    )
+    found = plan_check(settings, settings.effective_batch_size, plan_names(table, where.all()))
     if found:
         parser.error("; ".join(found))
     try:

@@ -14,11 +14,10 @@ from app.cli.parser import CommandParser
 from app.engine import backend
 from app.engine.config import RunConfig
 from app.engine.lake import DataError
-from app.engine.plan import plan_problems
 from app.engine.report import Diverged, json_number
 from app.engine.steptrace import FAULT_KINDS
 from app.engine.trace import bytes_by_kind
-from app.options import Options, config_values, plan_names, problems
+from app.options import Options, config_values, plan_check, plan_names, problems
 from app.run.rundir import check_run_dir
 
 if TYPE_CHECKING:
@@ -127,22 +126,7 @@ def config_from_args(
     # The plan's rules first: they say the most about the plan's own options (an expert
     # count below 0 is "a dense MLP or more"); they check nothing that needs a sane --gpus.
     batch = args.batch_size or (RunConfig.batch_for(args.gpus) if args.gpus >= 1 else 0)
-    found = plan_problems(
-        gpus=args.gpus,
-        servers=args.servers,
-        n_layer=args.layers,
-        n_head=RunConfig.n_head,
-        n_embd=RunConfig.n_embd,
-        batch_size=batch,
-        tp=args.tp,
-        pp=args.pp,
-        ep=args.ep,
-        microbatches=args.microbatches,
-        schedule=args.schedule,
-        experts=args.experts,
-        top_k=args.top_k,
-        names=plan_names(table, names),
-    ) or problems(table, values, names)
+    found = plan_check(args, batch, plan_names(table, names)) or problems(table, values, names)
     if found:
         parser.error("; ".join(found))
     if args.gpus % args.servers:

@@ -20,17 +20,14 @@ import numpy as np
 
 from . import model as M
 from .backend import dtype_of, to_numpy, xp
-from .cluster import Topology
 from .collectives import RingTrace, padded_width, ring_allreduce_
-from .config import RunConfig
 from .device import SimGpu
 from .optim import AdamW, clip_grad_norm
 from .parallel import StepStats
-from .plan import Plan
 from .report import GpuMemory, LinkLoad, RingSummary
-from .stepengine import StepCosts, StepOutcome
+from .stepengine import EngineSetup, StepCosts, StepOutcome
 from .steptrace import Walls, data_parallel_trace, slowdowns
-from .timing import GRAD_WIRE_BYTES, HardwarePreset
+from .timing import GRAD_WIRE_BYTES
 
 
 @dataclass
@@ -43,20 +40,11 @@ class ReplicatedWork:
     update_wall: float = 0.0  # clipping and the update
 
 
-class ReplicatedEngine:
+class ReplicatedEngine(EngineSetup):
     draws_faults = True
 
-    def __init__(
-        self,
-        config: RunConfig,
-        model_cfg: M.ModelConfig,
-        plan: Plan,
-        topology: Topology,
-        preset: HardwarePreset,
-    ) -> None:
-        self.config, self.model_cfg, self.plan = config, model_cfg, plan
-        self.topology, self.preset = topology, preset
-        self.shapes = M.param_shapes(model_cfg)
+    def _build(self) -> None:
+        config, model_cfg = self.config, self.model_cfg
         self.model = M.Model(model_cfg)
         self.shared_update = True
         self._grad_buffer()

@@ -18,15 +18,12 @@ import numpy as np
 
 from . import model as M
 from .backend import to_numpy
-from .cluster import Topology
-from .config import RunConfig
 from .device import SimGpu
 from .parallel import DpRing, ShardedModel, StepRun, StepStats
-from .plan import Plan
 from .report import GpuMemory, LinkLoad, RingSummary
-from .stepengine import StepCosts, StepOutcome
+from .stepengine import EngineSetup, StepCosts, StepOutcome
 from .steptrace import plan_shard_holders
-from .timing import HardwarePreset, checkpoint_seconds, checkpoint_writers, data_seconds
+from .timing import checkpoint_seconds, checkpoint_writers, data_seconds
 
 
 @dataclass
@@ -36,20 +33,10 @@ class ShardedWork:
     update_walls: list[float] = field(default_factory=list)  # seconds per stage
 
 
-class ShardedEngine:
+class ShardedEngine(EngineSetup):
     draws_faults = False  # only a dead GPU (a rollback) under a plan
 
-    def __init__(
-        self,
-        config: RunConfig,
-        model_cfg: M.ModelConfig,
-        plan: Plan,
-        topology: Topology,
-        preset: HardwarePreset,
-    ) -> None:
-        self.config, self.model_cfg, self.plan = config, model_cfg, plan
-        self.topology, self.preset = topology, preset
-        self.shapes = M.param_shapes(model_cfg)
+    def _build(self) -> None:
         self.sharded: ShardedModel | None = None
         self.last_stats = StepStats()
         self._gpus: list[SimGpu] = []

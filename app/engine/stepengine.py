@@ -28,12 +28,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from . import model as M
+from .cluster import Topology
 from .config import RunConfig
 from .device import SimGpu
 from .model import ModelConfig
 from .parallel import StepStats
+from .plan import Plan
 from .report import GpuMemory, RingSummary
 from .steptrace import Fault
+from .timing import HardwarePreset
 from .trace import StepTrace
 
 
@@ -126,3 +130,24 @@ class StepEngine(Protocol):
 
     def memory(self, gpus: list[SimGpu]) -> list[GpuMemory]:
         """Each GPU's memory account now."""
+
+
+class EngineSetup:
+    """What every engine is built from, kept as each engine reads it; then the engine's own
+    `_build()` lays the model out."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        model_cfg: ModelConfig,
+        plan: Plan,
+        topology: Topology,
+        preset: HardwarePreset,
+    ) -> None:
+        self.config, self.model_cfg, self.plan = config, model_cfg, plan
+        self.topology, self.preset = topology, preset
+        self.shapes = M.param_shapes(model_cfg)
+        self._build()
+
+    def _build(self) -> None:
+        raise NotImplementedError
