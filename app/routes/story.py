@@ -12,6 +12,7 @@ import json
 import math
 import threading
 from functools import cache
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
@@ -94,8 +95,12 @@ class Story(_Strict):
 
 def load_story(story_id: str) -> Story:
     """Read and check a story: every chapter's run is one the engine can plan, and every
-    module named exists. Raises ValueError naming what is wrong."""
-    path = STORIES_DIR / f"{story_id}.json"
+    module named exists. Raises ValueError naming what is wrong. Read once per file."""
+    return _load_story(STORIES_DIR / f"{story_id}.json", story_id)
+
+
+@cache
+def _load_story(path: Path, story_id: str) -> Story:
     try:
         story = Story.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, json.JSONDecodeError, ValidationError) as e:
