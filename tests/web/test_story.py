@@ -24,6 +24,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pageclock import page_clock
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from app.engine.config import RunConfig
 from app.engine.plan import plan_problems
@@ -170,9 +171,29 @@ def plan_is(plan: dict, cfg_gpus: int, run: dict) -> bool:
     return cfg_gpus == run["gpus"] and all(plan[k] == run[k] for k in keys)
 
 
-def check_chapter(page, n: int, watch) -> dict:
-    page.wait_for_function(f"window.trainingRun.story.chapter === {n}")
-    page.wait_for_function("window.trainingRun.story.ready", timeout=WAIT_MS)
+PAGE_STATE = """(() => { const r = window.trainingRun, s = r.story;
+  return { chapter: s.chapter, ready: s.ready, liveRun: s.liveRun, note: s.note,
+    source: s.source, caption: s.caption, watching: r.watching, runId: r.runId,
+    step: r.step, stepShown: r.stepShown }; })()"""
+
+
+def wait_ready(page, n: int, watch, srv, web) -> None:
+    """Chapter n shown and ready; on a timeout, the failure says what the page held (its
+    run, its last step, its note), the server's runs and the end of its log."""
+    try:
+        page.wait_for_function(f"window.trainingRun.story.chapter === {n}")
+        page.wait_for_function("window.trainingRun.story.ready", timeout=WAIT_MS)
+    except PlaywrightTimeout:
+        held = page.evaluate(PAGE_STATE)
+        runs = web.get_json(f"{srv.url}/api/runs")
+        pytest.fail(
+            f"chapter {n} never got ready: the page held {held}; page errors {watch.errors};"
+            f" the server's runs {runs}; its log ends {srv.log()[-3000:]}"
+        )
+
+
+def check_chapter(page, n: int, watch, srv, web) -> dict:
+    wait_ready(page, n, watch, srv, web)
     s = story(page)
     ch = STORY["chapters"][n - 1]
     assert s["chapterId"] == ch["id"]
@@ -224,7 +245,7 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
             recorded()  # before the page warms the team's run, two distinct runs ahead
         if n > 1:
             page.keyboard.press("PageDown")
-        s = check_chapter(page, n, watch)
+        s = check_chapter(page, n, watch, story_server, web)
         cid = s["chapterId"]
         if cid in ("what-if", "together"):
             page.wait_for_function("window.trainingRun.story.figure !== null", timeout=WAIT_MS)
@@ -287,7 +308,7 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
     # ... and back, chapter by chapter, each on its own run again.
     for n in range(n_chapters - 1, 0, -1):
         page.keyboard.press("PageUp")
-        check_chapter(page, n, watch)
+        check_chapter(page, n, watch, story_server, web)
     page.keyboard.press("Escape")
     page.wait_for_function("window.trainingRun.story.chapter === null")
     assert "story=" not in page.url
