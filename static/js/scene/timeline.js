@@ -1,31 +1,5 @@
-// One animation clock for a step: plays the step's trace (every GPU's lane of timed events)
-// in a couple of seconds of wall time.
-//
-// The trace is cut into blocks, stretches in which the same kinds of work go on (for data
-// parallelism: data, forward, backward, the ring, the update, a checkpoint). Each block gets
-// wall time in proportion to its simulated time, but never less than a minimum share, so a
-// 40 ns forward pass is still visible beside a 450 us all-reduce. Inside a block simulated
-// time runs linearly, so every lane's events play at their true relative moments. Parts ask
-// the returned frame what each GPU is doing (`lane(g)`); nothing here knows which kinds exist.
-//
-// The whole animation is fitted into the time until the next step is expected, so at lesson
-// pace it plays over about two seconds and at full speed it is compressed down to a floor, so
-// that the colours change about once a second and never flash (no more than three changes a
-// second for any one colour). A new step replaces the one playing once that one has been on
-// screen for the floor and its last block has been drawn (on slow frames a block is never cut
-// out); until then only the newest waiting step is kept: never a backlog.
-//
-// A planned step (pipeline stages, microbatches, tensor-parallel joins, experts) is paced by
-// pacing.js instead: each lane's runs of work and waiting, every hand-off and all-to-all get
-// a readable moment, so the step takes as long as it needs (often several seconds) and plays
-// out whole before the next one starts; steps arriving meanwhile wait (the newest only). Its
-// frame's lane(g) also says what the GPU shows (`show`: the run it is in, e.g. the forward
-// pass of its microbatch even while the stage's GPUs join their halves).
-//
-// Two things can take the clock over for a while, and steps arriving meanwhile wait (the
-// newest only): slow motion plays one step block by block, each block for several seconds
-// (steptext.js says how long), and a hold keeps the step animation still while a failure is
-// staged (failure.js), then the newest step carries on.
+// One animation clock for a step: plays the step's trace, every GPU's lane of timed events,
+// in a couple of seconds of wall time (docs/scene.md says how).
 
 import { pace } from './pacing.js';
 import { stepText } from './steptext.js';

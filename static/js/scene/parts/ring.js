@@ -1,28 +1,5 @@
-// Part 5, the all-reduce ring: a solid track along every hop, arrowheads that say which way
-// the ring turns, and light-blue pulses with a trailing streak hopping GPU to GPU.
-//
-// The rings are the step's own: every "allreduce" ring record of the trace is drawn (a data-
-// parallel run has one ring through every GPU; a planned run one ring per data-parallel
-// group, the GPUs that hold the same shard, and with experts one per expert group too). Until
-// a step has arrived they come from hello.roles (the GPUs of each stage and tensor rank, in
-// data-parallel order), or from the topology's ring. Each hop follows its real route from the
-// layout: a short arc inside a server over NVLink, up to the leaf and down between servers on
-// one leaf, and leaf -> spine -> leaf between leaves. The track is drawn as thin tubes with
-// real thickness (one InstancedMesh for all segments of all rings), dim at rest and bright
-// on the hops whose ring is running (brighter and thicker in the projector theme), so it reads
-// on a washed-out projector. A ring has 2 x (G - 1) passes; in every pass every GPU sends one
-// chunk to its neighbour at the same time. Pulses move at a constant speed along a hop; the
-// number of passes drawn is capped so a pass is never shorter than a readable moment (the
-// caption and HUD give the real count). With reduced motion the track simply lights up while
-// the all-reduce runs. While a failure is staged, the hops into and out of the dead GPU turn
-// red: the ring is broken there.
-//
-// The gradient all-reduce runs in buckets: those that start while the backward pass is still
-// going ("allreduce_hidden") run on each GPU's communication stream beside it, so their
-// pulses travel while the GPUs still glow pink. A cut link (a fault, ui/faults.js) is drawn
-// where it is: its own route turns red with a gap in the middle, and the hop's chunks take
-// the detour the step's trace says they took (out through the leaf switch for an NVLink hop,
-// up via a spine for one between servers under one leaf), drawn beside it.
+// Part 5, the all-reduce ring: a track along every hop and pulses hopping GPU to GPU, drawn
+// from the step's own ring records (docs/scene.md says how).
 
 import * as THREE from 'three';
 import { DIMS, route } from '../layout.js';
