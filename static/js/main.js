@@ -292,8 +292,13 @@ function keepSceneClear(stage) {
       // The tour's box or the story's card along the bottom: the scene is framed above it.
       area = { left: 24, right: 24, top: 120, bottom: document.body.matches('.storying') ? 400 : 260 };
     } else if (window.innerWidth < 1100 && bar) {
-      // The loss chart and the prediction take the bottom corners: keep the parts above them.
-      area = { left: 0, right: 0, top: Math.ceil(bar.getBoundingClientRect().bottom) + 8, bottom: 150 };
+      // The loss chart and the prediction take the bottom corners: keep the parts above them
+      // (a tablet held upright: the whole scene, standing tall between the panels).
+      const chart = document.querySelector('.chart-panel')?.getBoundingClientRect();
+      const step = document.querySelector('.time-panel')?.getBoundingClientRect();
+      const tall = window.innerHeight > window.innerWidth * 1.1 && chart?.height;
+      const top = Math.max(bar.getBoundingClientRect().bottom, tall && step?.height ? step.bottom : 0);
+      area = { left: 0, right: 0, top: Math.ceil(top) + 8, bottom: tall ? Math.ceil(window.innerHeight - chart.top) + 8 : 150 };
     }
     const key = JSON.stringify(area);
     if (key === last) return; // re-framing on every resize event would fight the viewer

@@ -90,6 +90,31 @@ test('the data travels left to right and the fabric stacks above the racks', () 
   }
 });
 
+test('upright, the scene stands tall: the data in front of the racks, the model over the fabric', () => {
+  for (const c of cases) {
+    const wide = layout(spec, c.topology);
+    const lay = layout(spec, c.topology, { portrait: true });
+    const p = lay.parts;
+    const width = (b) => b.max[0] - b.min[0];
+    // A fifth narrower than the wide layout at least, and half as tall again for its width.
+    const tall = (b) => (b.max[1] - b.min[1]) / width(b);
+    assert.ok(width(lay.all) < 0.8 * width(wide.all), `${name(c)}: ${width(lay.all)} vs ${width(wide.all)}`);
+    assert.ok(tall(lay.all) > 1.5 * tall(wide.all), `${name(c)}: ${tall(lay.all)} vs ${tall(wide.all)}`);
+    // The same GPUs, servers and switches, each in its own place.
+    assert.equal(lay.gpus.length, wide.gpus.length, name(c));
+    assert.equal(new Set(lay.gpus.map((g) => `${g.x},${g.y},${g.z}`)).size, lay.gpus.length, name(c));
+    // The lake, the loaders and the checkpoints stand in a row in front of the racks, in the
+    // data's order, clear of each other.
+    for (const id of ['datalake', 'loaders', 'checkpoints']) assert.ok(p[id].min[2] > p.gpus.max[2], `${name(c)} ${id}`);
+    assert.ok(p.datalake.max[0] < p.loaders.min[0], `${name(c)}: lake before loaders`);
+    assert.ok(p.loaders.max[0] < p.checkpoints.min[0], `${name(c)}: loaders before checkpoints`);
+    // The model tops the fabric, which still stacks above the racks.
+    assert.ok(p.model.min[1] > p.fabric.max[1], name(c));
+    assert.ok(Math.min(...lay.leaves.map((l) => l.y)) - DIMS.leaf[1] / 2 > p.gpus.max[1], name(c));
+    for (const id of PARTS) assert.ok(inside(lay.all, p[id].min) && inside(lay.all, p[id].max), `${name(c)} ${id}`);
+  }
+});
+
 test('ring paths follow the links the engine says each hop crosses', () => {
   for (const c of cases.filter((x) => x.topology.ring_links.length)) {
     const lay = layout(spec, c.topology);

@@ -192,7 +192,9 @@ def test_phone_shows_the_scene_the_numbers_and_a_menu(page_at, web) -> None:
 
     canvas = page.evaluate(RECT, "#stage")
     assert canvas["shown"] and canvas["r"] - canvas["x"] >= w - 1
-    assert 200 <= canvas["b"] - canvas["y"] <= h
+    # The scene takes most of the screen (60% at least), standing tall to fill it.
+    assert 0.6 * h <= canvas["b"] - canvas["y"] <= h, canvas
+    assert page.evaluate("window.trainingRun.portrait") is True
     # The middle of the scene is not covered by a panel.
     mid = page.evaluate(
         """() => { const r = document.getElementById('stage').getBoundingClientRect();
@@ -236,6 +238,35 @@ def test_phone_shows_the_scene_the_numbers_and_a_menu(page_at, web) -> None:
     page.locator("#btn-labels").click()
     assert page.evaluate("window.trainingRun.labels") is True
     assert page.evaluate("window.trainingRun.menuOpen") is False
+    assert watch.errors == []
+
+
+# Every panel, box and card shown on the page now, by its id or class.
+SHOWN_PANELS = """() => [
+  ...document.querySelectorAll('.panel, .field-panel, .tour-box, .story-box')]
+  .filter((e) => e.checkVisibility({ checkVisibilityCSS: true, visibilityProperty: true }))
+  .map((e) => { const r = e.getBoundingClientRect();
+    return { name: e.id || e.className, x: r.left, y: r.top, r: r.right, b: r.bottom }; })
+  .filter((b) => b.r > b.x && b.b > b.y)"""
+
+
+def test_on_a_phone_the_tour_reads_under_the_scene_and_steps_by_touch(page_at, web) -> None:
+    """The tour's box takes the room under the scene, which still has half the screen and
+    more; nothing else is drawn over the box; a tap on "next" goes to the next stop."""
+    w, h = 390, 844
+    watch = page_at("?tour=1", viewport={"width": w, "height": h}, is_mobile=True, has_touch=True)
+    page = watch.page
+    page.wait_for_function("window.trainingRun.stageReady && window.trainingRun.tourStop === 0")
+    canvas = page.evaluate(RECT, "#stage")
+    assert canvas["b"] - canvas["y"] >= 0.5 * h, canvas
+    box = page.evaluate(RECT, "#tour-box")
+    assert box["shown"] and inside(box, w, h) and box["y"] >= canvas["b"] - 1, box
+    for panel in page.evaluate(SHOWN_PANELS):
+        if panel["name"] != "tour-box":
+            assert not overlap(panel, box), f"{panel['name']} is drawn over the tour: {panel}"
+    web.screenshot(page, "small_phone_tour")
+    page.locator("#tour-next").tap()
+    page.wait_for_function("window.trainingRun.tourStop === 1")
     assert watch.errors == []
 
 

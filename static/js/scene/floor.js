@@ -23,7 +23,18 @@ export function buildFloor(scene, bounds, palette) {
   floor.position.set((b.min[0] + b.max[0]) / 2, -0.01, (b.min[2] + b.max[2]) / 2);
   scene.add(floor);
   scene.fog = new THREE.Fog(palette.background, span * 0.35, span * 0.75);
+  scene.fog.base = [span * 0.35, span * 0.75];
   return floor;
+}
+
+/** Keep the fog behind the scene however far back the camera stands (a tall scene on an
+ * upright screen, or a safe area that leaves it little room): near and far move out with
+ * the camera past the distance the floor was sized for. */
+export function fitFog(fog, distance) {
+  if (!fog?.base) return;
+  const out = Math.max(0, distance - fog.base[0] * 0.8);
+  fog.near = fog.base[0] + out;
+  fog.far = fog.base[1] + out;
 }
 
 export function disposeFloor(scene, floor) {

@@ -48,12 +48,16 @@ export function boardGrid(perServer) {
  * layout(spec, topology, opts) -> positions of every drawn thing, the boxes of the seven parts
  * and their label anchors.
  * opts: { loaders: number of CPU loader workers, prefetch: queue slots per loader,
- *         exploded: lift the fabric tiers apart, maxDisks: checkpoint disks drawn }
+ *         exploded: lift the fabric tiers apart, maxDisks: checkpoint disks drawn,
+ *         portrait: a tall screen (a phone held upright): a leaf's servers stand one behind
+ *         another, the data lake, loaders and checkpoints line up in front of the racks and
+ *         the model hangs above the fabric, so the scene is tall rather than wide }
  */
 export function layout(spec, topology, opts = {}) {
   const loaders = Math.max(1, opts.loaders ?? 2);
   const prefetch = Math.max(1, opts.prefetch ?? 4);
   const exploded = !!opts.exploded;
+  const portrait = !!opts.portrait;
   const maxDisks = opts.maxDisks ?? 6;
   const gpus = topology.gpus || [];
   const servers = topology.servers || [];
@@ -75,28 +79,37 @@ export function layout(spec, topology, opts = {}) {
   const serverPos = new Array(servers.length);
   const leafPos = [];
   let x = 0;
+  let maxX = 0;
   const groups = leaves.length ? leaves : [{ id: 0, servers: servers.map((s) => s.id) }];
+  // Upright, the leaf groups also wrap into rows, each row further back.
+  const perRow = portrait ? Math.max(2, Math.ceil(Math.sqrt(groups.length))) : Infinity;
+  let [z0, rowDepth, inRow] = [0, 0, 0];
   for (const leaf of groups) {
     const ids = leaf.servers.length ? leaf.servers : [];
-    const cols = Math.max(1, Math.min(ids.length, Math.ceil(Math.sqrt(ids.length * 1.5))));
+    const near = portrait ? Math.sqrt(ids.length / 2) : Math.sqrt(ids.length * 1.5);
+    const cols = Math.max(1, Math.min(ids.length, Math.ceil(near)));
     const rowsN = Math.max(1, Math.ceil(ids.length / cols));
     const groupW = cols * serverW + (cols - 1) * DIMS.serverGap;
+    if (ids.length && inRow === perRow) [x, z0, rowDepth, inRow] = [0, z0 - rowDepth - 2.4, 0, 0];
     ids.forEach((sid, i) => {
       const c = i % cols;
       const r = Math.floor(i / cols);
       const sx = x + c * (serverW + DIMS.serverGap) + serverW / 2;
       // Later rows step back (away from the camera) and slightly up, like tiered seating.
-      const sz = -r * (serverD + 0.9);
+      const sz = z0 - r * (serverD + 0.9);
       serverPos[sid] = { id: sid, leaf: leaf.id, x: sx, y: DIMS.chassisH / 2, z: sz };
     });
-    const zMid = -((rowsN - 1) * (serverD + 0.9)) / 2;
+    const zMid = z0 - ((rowsN - 1) * (serverD + 0.9)) / 2;
     if (ids.length) {
       leafPos.push({ id: leaf.id, x: x + groupW / 2, y: DIMS.leafY + (exploded ? DIMS.explodeLift : 0), z: zMid });
+      maxX = Math.max(maxX, x + groupW);
       x += groupW + DIMS.leafGap;
+      rowDepth = Math.max(rowDepth, rowsN * (serverD + 0.9));
+      inRow += 1;
     }
   }
   const clusterMinX = 0;
-  const clusterMaxX = Math.max(serverW, x - DIMS.leafGap);
+  const clusterMaxX = Math.max(serverW, maxX);
   const clusterMid = (clusterMinX + clusterMaxX) / 2;
 
   const out = {
@@ -179,11 +192,13 @@ export function layout(spec, topology, opts = {}) {
   }
   if (!out.ringPaths.length) merge(parts.ring, parts.gpus);
 
-  // Left of the cluster: the data lake, then the loaders with their prefetch queues.
+  // Left of the cluster: the data lake, then the loaders with their prefetch queues (upright:
+  // in a row in front of the racks, left to right).
   const frontZ = parts.gpus.max[2] - 1.2;
-  const loaderX = clusterMinX - 5.0;
-  const lakeX = loaderX - 5.2;
-  out.lake = { x: lakeX, y: 0.25, z: round(frontZ - 1.5), r: DIMS.lakeR };
+  const rowZ = round(parts.gpus.max[2] + 3.6);
+  const loaderX = portrait ? clusterMinX + 2 * DIMS.lakeR + 1.4 : clusterMinX - 5.0;
+  const lakeX = portrait ? clusterMinX + DIMS.lakeR - 0.4 : loaderX - 5.2;
+  out.lake = { x: lakeX, y: 0.25, z: portrait ? rowZ : round(frontZ - 1.5), r: DIMS.lakeR };
   grow(parts.datalake, lakeX, 0.6, out.lake.z, DIMS.lakeR, 0.6, DIMS.lakeR);
   const shardCols = 6;
   for (let i = 0; i < 18; i++) {
@@ -204,13 +219,18 @@ export function layout(spec, topology, opts = {}) {
   }
 
   // Right of the cluster: checkpoint disks on a plinth; the model panel above them, clear of
-  // the racks and the fabric.
-  const ckX = clusterMaxX + 3.2;
-  out.checkpoints = { x: round(ckX), y: 0.3, z: round(frontZ - 1.0), maxDisks, disk: DIMS.disk };
+  // the racks and the fabric (upright: the disks end the front row, the model tops the
+  // fabric).
+  const slotsEnd = loaderX + 1.4 + (prefetch - 1) * 0.55 + 0.25;
+  const ckX = portrait ? Math.max(clusterMaxX - 1.5, slotsEnd + 2.2) : clusterMaxX + 3.2;
+  const ckZ = portrait ? rowZ : round(frontZ - 1.0);
+  out.checkpoints = { x: round(ckX), y: 0.3, z: ckZ, maxDisks, disk: DIMS.disk };
   grow(parts.checkpoints, ckX, 0.3 + (maxDisks * (DIMS.disk[1] + 0.08)) / 2, out.checkpoints.z, 1.5, (maxDisks * 0.3) / 2 + 0.3, 1.5);
   const mw = 6.2;
   const mh = 5.6;
-  out.model = { x: round(ckX + 0.6), y: round(DIMS.leafY + 0.2), z: round(frontZ - 1.0), w: mw, h: mh };
+  out.model = portrait
+    ? { x: round(clusterMid), y: round(spineY + DIMS.spine[1] + 0.9 + mh / 2), z: round(zAll - 0.5), w: mw, h: mh }
+    : { x: round(ckX + 0.6), y: round(DIMS.leafY + 0.2), z: round(frontZ - 1.0), w: mw, h: mh };
   grow(parts.model, out.model.x, out.model.y, out.model.z, mw / 2, mh / 2, 0.2);
 
   for (const id of Object.keys(parts)) merge(out.all, parts[id]);
@@ -219,6 +239,10 @@ export function layout(spec, topology, opts = {}) {
     if (!b) continue;
     if (Array.isArray(p.anchor)) out.anchors[p.id] = p.anchor.slice();
     else out.anchors[p.id] = [round((b.min[0] + b.max[0]) / 2), round(b.max[1] + 0.6), round((b.min[2] + b.max[2]) / 2)];
+  }
+  // Upright, the model's label goes beside it: above it is the top of the screen.
+  if (portrait && out.anchors.model && !Array.isArray(spec?.parts?.find((p) => p.id === 'model')?.anchor)) {
+    out.anchors.model = [round(out.model.x + mw / 2 + 3), out.model.y, out.model.z];
   }
   // The ring and the GPUs share a box; lift the ring's label so the two do not sit together.
   if (out.anchors.ring && !Array.isArray(spec?.parts?.find((p) => p.id === 'ring')?.anchor)) {

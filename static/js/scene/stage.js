@@ -46,6 +46,7 @@ import { canvasSize, createCameraRig } from './camera.js';
 import { createFailureStaging } from './failure.js';
 import { createHighlight } from './highlight.js';
 import { gpuBox, layout } from './layout.js';
+import { fitFog } from './floor.js';
 import { createLoop } from './loop.js';
 import { makePalette } from './palette.js';
 import { createPicker } from './picking.js';
@@ -99,6 +100,7 @@ export function createStage(canvas, { spec, topology, store, draw = true }) {
     spin: !!state.spin,
     reduced: !!state.reducedMotion,
     exploded: !!state.exploded,
+    portrait: false, // a tall canvas (a phone or tablet held upright): the layout stands up too
   };
   let topo = topology;
   let highlighted = null;
@@ -148,7 +150,11 @@ export function createStage(canvas, { spec, topology, store, draw = true }) {
     look,
     playback,
     staging,
-    animateCamera: rig.advance,
+    animateCamera: (now, dt) => {
+      const moving = rig.advance(now, dt);
+      fitFog(scene.fog, rig.distance);
+      return moving;
+    },
     parts: () => (scale.part ? [...scenery.parts(), scale.part] : scenery.parts()),
     draw,
   });
@@ -162,6 +168,7 @@ export function createStage(canvas, { spec, topology, store, draw = true }) {
       loaders: state.hello?.config?.loader_workers ?? 2,
       prefetch: state.hello?.config?.prefetch ?? 4,
       exploded: look.exploded,
+      portrait: look.portrait,
     });
     scenery.build({ layout: look.layout, palette: look.palette, topology: topo });
     if (!sceneryShown) showScenery(false);
@@ -194,6 +201,10 @@ export function createStage(canvas, { spec, topology, store, draw = true }) {
   function resize() {
     const { w, h } = canvasSize(canvas);
     renderer.setSize(w, h, false);
+    if (look.portrait !== h > w * 1.1) {
+      look.portrait = !look.portrait;
+      build();
+    }
     rig.resized();
     requestRender();
   }
@@ -287,6 +298,7 @@ export function createStage(canvas, { spec, topology, store, draw = true }) {
       programs: renderer.info.programs?.length ?? null,
       playing: playback.playing(look.signal),
       field: scale.on,
+      portrait: look.portrait,
     }),
     onFrame: loop.onFrame,
     onUpdate: loop.onUpdate,
