@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 VIEWPORT = {"width": 1024, "height": 768}
-SIZES = ((1024, 768), (1366, 768), (1920, 1080))
+SIZES = ((1024, 768), (1366, 768), (1920, 1080), (768, 1024))
 
 # Every numbered label against every panel that shows: the boxes in CSS pixels.
 OVERLAPS = """() => {

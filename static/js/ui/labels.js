@@ -40,7 +40,7 @@ export function mountLabels(store, { container, onOpen, onHover }) {
   /** Where a label of size (w, h) centred at (x, y) should go: off the racks' box `avoid`
    * (below it for the GPU servers' label, else to whichever side is nearer), then inside
    * the window. */
-  function settle(id, x, y, w, h, avoid) {
+  function settle(id, x, y, w, h, avoid, placed) {
     const vw = window.innerWidth;
     const vh = window.innerHeight;
     if (avoid) {
@@ -52,9 +52,16 @@ export function mountLabels(store, { container, onOpen, onHover }) {
         const fitsBelow = below + h / 2 <= vh - MARGIN;
         const fitsAbove = above - h / 2 >= MARGIN;
         if (id === 'gpus') {
-          // The GPU servers' label sits under its racks, centred on them.
-          x = (avoid.left + avoid.right) / 2;
-          y = fitsBelow || !fitsAbove ? below : above;
+          // The GPU servers' label sits under its racks, centred on them; where a panel, a
+          // label or the window's edge is, above them, else beside them.
+          const [cx, cy] = [(avoid.left + avoid.right) / 2, (avoid.top + avoid.bottom) / 2];
+          const spots = [[cx, below], [cx, above], [avoid.right + w / 2 + MARGIN, cy], [avoid.left - w / 2 - MARGIN, cy]];
+          const free = ([sx, sy]) => {
+            const b = { l: sx - w / 2, r: sx + w / 2, t: sy - h / 2, b: sy + h / 2 };
+            const on = (o) => b.l < o.r && b.r > o.l && b.t < o.b && b.b > o.t;
+            return Math.min(b.l, b.t, vw - b.r, vh - b.b) >= MARGIN && !under(b) && !placed.some(on);
+          };
+          [x, y] = spots.find(free) ?? [cx, fitsBelow || !fitsAbove ? below : above];
         } else {
           const nearerAbove = y < (avoid.top + avoid.bottom) / 2;
           y = (nearerAbove && fitsAbove) || !fitsBelow ? above : below;
@@ -135,7 +142,7 @@ export function mountLabels(store, { container, onOpen, onHover }) {
       node.classList.toggle('off', !show);
       if (!show) continue;
       const [w, h] = sizeOf(a.id, node);
-      let [x, y] = settle(a.id, a.x, a.y, w, h, avoid);
+      let [x, y] = settle(a.id, a.x, a.y, w, h, avoid, placed);
       y = clearOf(placed, x, y, w, h, avoid);
       const box = { l: x - w / 2, r: x + w / 2, t: y - h / 2, b: y + h / 2 };
       if (!node.classList.contains('active') && under(box)) {
