@@ -104,6 +104,18 @@ export function createStage(canvas, { spec, topology, store, draw = true }) {
   };
   let topo = topology;
   let highlighted = null;
+  const overlays = new Set();
+  function frameBox(box, { instant = false, direction = [0.15, 0.7, 1], fill = 0.85 } = {}) {
+    rig.flyTo(rig.fit(box, direction, fill), instant ? 0 : undefined);
+  }
+  // A box every view and re-framing frames while it is held (a chapter's close-up), or null.
+  let held = null;
+  function holdView(box, opts = {}) {
+    held = box;
+    rig.setViewOverride(box && (({ instant }) => frameBox(box, { ...opts, instant })));
+    if (box) frameBox(box, opts);
+    else rig.setView(rig.view, { instant: opts.instant });
+  }
 
   const requestRender = () => loop.requestRender();
   const scenery = createScenery(scene, { spec, store, requestRender });
@@ -229,10 +241,24 @@ export function createStage(canvas, { spec, topology, store, draw = true }) {
     /** Fly to one GPU (0-based) with room round it for its neighbours on the board. */
     frameGpu(i, { instant = false } = {}) {
       const b = gpuBox(look.layout, i);
-      if (!b) return;
-      const box = { min: [b.min[0] - 3, b.min[1], b.min[2] - 2], max: [b.max[0] + 3, b.max[1] + 1, b.max[2] + 2] };
-      rig.flyTo(rig.fit(box, [0.15, 0.7, 1], 0.85), instant ? 0 : undefined);
+      if (b) frameBox({ min: [b.min[0] - 3, b.min[1], b.min[2] - 2], max: [b.max[0] + 3, b.max[1] + 1, b.max[2] + 2] }, { instant });
     },
+    frameBox,
+    holdView,
+    layout: () => look.layout,
+    // What a story chapter draws in the scene (story/gpu3d.js), each piece named with its
+    // screen box for the test hook (describe() -> [{name, box}]).
+    addOverlay(obj) {
+      overlays.add(obj);
+      scene.add(obj);
+      requestRender();
+    },
+    removeOverlay(obj) {
+      overlays.delete(obj);
+      scene.remove(obj);
+      requestRender();
+    },
+    figure: () => [...overlays].flatMap((o) => o.userData.describe?.() ?? []).map((p) => ({ name: p.name, rect: picker.rect(p.box) })),
     setExploded(on) {
       if (look.exploded === !!on) return;
       look.exploded = !!on;
@@ -261,7 +287,8 @@ export function createStage(canvas, { spec, topology, store, draw = true }) {
     },
     highlight,
     setSafeArea: rig.setSafeArea,
-    anchors: () => picker.anchors(spec, look.layout).map((a) => (scale.on ? { ...a, visible: false } : a)),
+    // The parts' labels step aside for the field and for a close-up.
+    anchors: () => picker.anchors(spec, look.layout).map((a) => (scale.on || held ? { ...a, visible: false } : a)),
     partRect: (id) => (!scale.on && look.layout?.parts?.[id] ? picker.rect(look.layout.parts[id]) : null),
     slowCaption: () => caption.state(),
     pickPart: (x, y) => (scale.on ? null : picker.pick(x, y, scenery.objects())),
