@@ -481,3 +481,77 @@ def test_a_page_in_the_story_leaves_the_class_run_and_its_pages_alone(
         ctx.close()
     finally:
         srv.stop()
+
+
+# Every piece of GPU 1's close-up, as the test hook names it.
+CLOSE_UP = {"gpu": 1, "compute": 1, "strip": 1, "wall": 2, "tick": 8, "lid": 1}
+
+
+def _pieces(page) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for p in page.evaluate("window.trainingRun.figure"):
+        out.setdefault(p["name"], []).append(p["rect"])
+    return out
+
+
+def test_gpu_one_opens_up_close_in_the_scene(page_at, web) -> None:
+    """Chapters 2 and 3 draw GPU 1 large in the scene: the camera flies in from the field
+    (a flight, not a cut); its compute block with a strip of cores, two memory walls with a
+    tick at each quarter and a lid, each piece on screen and clear of the story card. In
+    chapter 2 the lid is shut; in chapter 3 it lifts, the walls fill to GPU 1's live memory
+    account and the strip lights with the work of the step playing. The next chapter puts
+    it all away."""
+    watch = page_at("?story=one-gpu&chapter=1", viewport={"width": 1024, "height": 768})
+    page = watch.page
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 1 && window.trainingRun.story.ready"
+    )
+    assert page.evaluate("window.trainingRun.figure") == []
+    page.keyboard.press("PageDown")
+    page.wait_for_function("window.trainingRun.cameraFlying === true")
+    page.wait_for_function(
+        "window.trainingRun.figure.length > 0 && !window.trainingRun.cameraFlying"
+    )
+    shut = _pieces(page)
+    assert {k: len(v) for k, v in shut.items()} == CLOSE_UP
+    assert story(page)["figure"]["open"] == 0
+    card = page.evaluate(
+        "(() => { const r = document.querySelector('.story-box').getBoundingClientRect();"
+        " return { left: r.left, top: r.top, right: r.right, bottom: r.bottom }; })()"
+    )
+    stage = page.evaluate(
+        "(() => { const r = document.getElementById('stage').getBoundingClientRect();"
+        " return { left: r.left, top: r.top, right: r.right, bottom: r.bottom }; })()"
+    )
+    for name in ("gpu", "compute", "strip", "wall"):
+        for r in shut[name]:
+            assert r["left"] >= stage["left"] - 1 and r["right"] <= stage["right"] + 1, (name, r)
+            cut = r["left"] < card["right"] and card["left"] < r["right"]
+            assert not (cut and r["top"] < card["bottom"] and card["top"] < r["bottom"]), (name, r)
+    # No part's label is left on top of the close-up.
+    assert page.evaluate("document.querySelectorAll('#labels .label:not(.off)').length") == 0
+
+    page.keyboard.press("PageDown")
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 3 && window.trainingRun.story.figure"
+        " && window.trainingRun.story.figure.open === 1"
+    )
+    lifted = _pieces(page)
+    assert lifted["lid"][0]["top"] < shut["lid"][0]["top"] - 10, (lifted["lid"], shut["lid"])
+    # The walls hold GPU 1's memory to scale, and the strip lights with the step's work.
+    page.wait_for_function("window.trainingRun.story.figure.lit !== null", timeout=60_000)
+    fig = story(page)["figure"]
+    # The strip's colour is the kind of GPU 1's work at a moment of the live step's trace.
+    assert fig["lit"] in page.evaluate("window.trainingRun.stepTraceKinds"), fig
+    # The card's wall and the scene's walls read the same account: a sliver of 80 GB.
+    card_total = float(page.evaluate("document.querySelector('.sf-wall').dataset.total"))
+    assert 0 < fig["memory"] < 0.01
+    assert fig["memory"] == pytest.approx(card_total, rel=0.05)
+    web.screenshot(page, "story_gpu_open_1024")
+
+    # ... and out again, flying.
+    page.keyboard.press("PageDown")
+    page.wait_for_function("window.trainingRun.cameraFlying === true")
+    page.wait_for_function("window.trainingRun.story.chapter === 4")
+    page.wait_for_function("window.trainingRun.figure.length === 0")
+    assert watch.errors == [], watch.errors

@@ -1,8 +1,12 @@
 // Chapter 3: the lid off: the memory walls with capacity ticks, filled from GPU 1's live
-// memory account (to scale: the tiny model barely shows against a real GPU's memory).
+// memory account (to scale: the tiny model barely shows against a real GPU's memory), in
+// the scene (GPU 1 up close, its lid lifting) and in the card.
 import { h, redrawer, wall } from './figure.js';
+import { gpuCloseUp } from './gpu3d.js';
 
-export function enter({ figure, store, values }) {
+export function enter(ctx) {
+  const { figure, store, values } = ctx;
+  const gpu = gpuCloseUp(ctx, true);
   const draw = redrawer(figure, (m, v) => [
     wall({
       parts: [
@@ -17,7 +21,8 @@ export function enter({ figure, store, values }) {
   const update = () => {
     const m = store.state.step?.memory?.[0];
     if (m) draw([m.total, m.capacity], m, values());
+    gpu.update();
   };
   update();
-  return { update, leave() {} };
+  return { update, leave: gpu.leave, info: gpu.info };
 }

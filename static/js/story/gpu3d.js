@@ -1,0 +1,191 @@
+// GPU 1 up close, in the scene itself: pulled out in front of its server and drawn large.
+// A board; the compute block in the middle with a strip of cores on top that lights in the
+// colour of the work GPU 1 is doing at this moment of the live step (its lane of the trace);
+// a memory wall either side, with a tick at each quarter of the memory and a fill to scale
+// with GPU 1's live memory account; and a lid over it all that lifts to show the inside.
+// Chapters mount it closed (what a GPU is made of) or open (what is stored where); with
+// reduced motion the lid is simply open or shut. Each piece says what it is and where
+// (describe()) for the page's test hook.
+
+import * as THREE from 'three';
+import { disposeTree, textSprite } from '../scene/util.js';
+
+const CORES = 16;
+const WALL_H = 2.2;
+const LID_SHUT = WALL_H + 0.18;
+const LID_S = 1.2; // the lid's lift, in seconds
+// Lane kinds and the page's colour for each (the app's own colour variables).
+const KIND_COLOUR = [
+  [/^forward/, '--forward'],
+  [/^backward/, '--backward'],
+  [/allreduce|reduce_scatter|all_gather/, '--allreduce'],
+  [/^(optimizer|update)/, '--update'],
+];
+
+function cssColour(name, fallback) {
+  const v = getComputedStyle(document.body).getPropertyValue(name).trim();
+  return new THREE.Color(v || fallback);
+}
+
+const boxOf = (obj) => {
+  const b = new THREE.Box3().setFromObject(obj);
+  return { min: b.min.toArray(), max: b.max.toArray() };
+};
+
+/** Mount the close-up on the stage: mountGpu3d({ getStage, store, reduced, open }) ->
+ * { update(), leave(), info() }, or null when there is no 3D stage. */
+export function mountGpu3d({ getStage, store, reduced, open = false }) {
+  const stage = getStage?.();
+  const lay = stage?.layout?.();
+  const g = lay?.gpus?.[0];
+  if (!stage?.addOverlay || !g) return null;
+  const root = new THREE.Group();
+  root.name = 'gpu-close-up';
+  const zFront = Math.max(...lay.gpus.map((x) => x.z)) + 3.4;
+  root.position.set(g.x, 0, zFront);
+
+  const mat = (colour, extra = {}) => new THREE.MeshLambertMaterial({ color: colour, ...extra });
+  const board = new THREE.Mesh(new THREE.BoxGeometry(4.2, 0.16, 2.6), mat(0x1d2b45));
+  board.position.y = 0.08;
+  const compute = new THREE.Mesh(new THREE.BoxGeometry(1.5, 0.34, 1.5), mat(0x3b4a66));
+  compute.position.y = 0.33;
+  // The cores: one row of cells on the compute block, lit where work happens.
+  const coreGeo = new THREE.BoxGeometry(0.07, 0.06, 1.2);
+  const idle = new THREE.Color(0x263149);
+  const coreMat = new THREE.MeshBasicMaterial({ color: idle });
+  const strip = new THREE.InstancedMesh(coreGeo, coreMat, CORES);
+  const m4 = new THREE.Matrix4();
+  for (let i = 0; i < CORES; i++) strip.setMatrixAt(i, m4.makeTranslation(-0.6 + (1.2 * i) / (CORES - 1), 0.53, 0));
+  strip.instanceMatrix.needsUpdate = true;
+
+  // The memory walls: a dark back of the full height, a tick across it at each quarter, and
+  // a fill in front of it to scale.
+  const walls = [-1.55, 1.55].map((x) => {
+    const wall = new THREE.Group();
+    wall.position.set(x, 0.16, 0);
+    const back = new THREE.Mesh(new THREE.BoxGeometry(0.66, WALL_H, 0.08), mat(0x4a5f8c));
+    back.position.set(0, WALL_H / 2, -0.3);
+    const ticks = [0.25, 0.5, 0.75, 1].map((q) => {
+      const t = new THREE.Mesh(new THREE.BoxGeometry(0.76, 0.04, 0.12), mat(0xc9d4e8));
+      t.position.set(0, q * WALL_H, -0.22);
+      return t;
+    });
+    const fill = new THREE.Mesh(new THREE.BoxGeometry(0.56, 1, 0.34), mat(0x5fa8ff));
+    wall.add(back, fill, ...ticks);
+    return { wall, fill, ticks };
+  });
+
+  const lid = new THREE.Mesh(
+    new THREE.BoxGeometry(4.3, 0.1, 2.7),
+    mat(0xaab6d0, { transparent: true, opacity: 0.6, depthWrite: false }),
+  );
+  const hinge = new THREE.Group(); // the lid turns up about its back edge
+  hinge.position.set(0, LID_SHUT, -1.35);
+  lid.position.set(0, 0, 1.35);
+  hinge.add(lid);
+
+  const name = (words, x, y, z) => {
+    const s = textSprite(words, { height: 0.36 });
+    s.position.set(x, y, z);
+    return s;
+  };
+  const names = [name('GPU 1', 0, 0.35, 1.75), name('compute cores', 0, 0.95, 1.0), name('memory', -1.55, WALL_H + 0.65, 0.6), name('memory', 1.55, WALL_H + 0.65, 0.6)];
+  root.add(board, compute, strip, ...walls.map((w) => w.wall), hinge, ...names);
+
+  // The lid: 0 shut, 1 open; moved towards `want` over LID_S unless motion is reduced.
+  let lift = open && reduced() ? 1 : 0;
+  let want = open ? 1 : 0;
+  let raf = 0;
+  let last = 0;
+  function pose() {
+    hinge.rotation.x = -0.95 * lift;
+    hinge.position.y = LID_SHUT + 0.5 * lift;
+    for (const n of names.slice(1)) n.visible = lift > 0.5;
+  }
+  function animate(now) {
+    const dt = last ? (now - last) / 1000 : 0;
+    last = now;
+    lift = reduced() ? want : want > lift ? Math.min(want, lift + dt / LID_S) : Math.max(want, lift - dt / LID_S);
+    pose();
+    stage.requestRender();
+    raf = lift === want ? 0 : requestAnimationFrame(animate);
+  }
+  function setOpen(on) {
+    want = on ? 1 : 0;
+    if (!raf) {
+      last = 0;
+      raf = requestAnimationFrame(animate);
+    }
+  }
+
+  // The fill: GPU 1's memory in use over its capacity, to scale (a thin sliver for the
+  // tiny live model, never quite nothing).
+  function fillMemory() {
+    const m = store.state.step?.memory?.[0];
+    const f = m?.capacity ? Math.min(1, m.total / m.capacity) : 0;
+    for (const w of walls) {
+      w.fill.scale.y = Math.max(0.03, f * WALL_H);
+      w.fill.position.y = w.fill.scale.y / 2;
+    }
+    root.userData.memory = f;
+  }
+
+  // The strip: the colour of GPU 1's work at this moment of the step playing.
+  let kind = null;
+  const off = stage.onUpdate?.((frame) => {
+    const k = frame?.lane?.(0)?.kind ?? null;
+    if (k === kind) return;
+    kind = k;
+    const hit = k && KIND_COLOUR.find(([re]) => re.test(k));
+    coreMat.color.copy(hit ? cssColour(hit[1], '#ffb000') : idle);
+  });
+
+  root.userData.describe = () => [
+    { name: 'gpu', box: boxOf(board) },
+    { name: 'compute', box: boxOf(compute) },
+    { name: 'strip', box: boxOf(strip) },
+    ...walls.map((w) => ({ name: 'wall', box: boxOf(w.wall) })),
+    ...walls.flatMap((w) => w.ticks.map((t) => ({ name: 'tick', box: boxOf(t) }))),
+    { name: 'lid', box: boxOf(lid) },
+  ];
+  pose();
+  fillMemory();
+  stage.addOverlay(root);
+  // The dive: the camera flies in to the GPU (out again with the next chapter's view).
+  // Held while the chapter lasts, so a resize or a panel moving frames it again.
+  stage.holdView({ min: [g.x - 2.6, 0, zFront - 1.6], max: [g.x + 2.6, WALL_H + 2.4, zFront + 1.9] }, { instant: reduced(), direction: [0.1, 0.55, 1], fill: 0.9 });
+  if (want !== lift) setOpen(want === 1);
+
+  return {
+    update: fillMemory,
+    setOpen,
+    info: () => ({ open: lift, lit: kind, memory: root.userData.memory }),
+    leave() {
+      cancelAnimationFrame(raf);
+      off?.();
+      stage.holdView(null, { instant: reduced() }); // and out again: a flight, not a cut
+      stage.removeOverlay(root);
+      disposeTree(root);
+    },
+  };
+}
+
+/** The close-up for a chapter: mounted now, or on a later update once the 3D stage is up
+ * (it starts after the socket). Returns { update(), leave(), info() }. */
+export function gpuCloseUp({ getStage, store, reduced }, open) {
+  let gpu = null;
+  let left = false;
+  const ensure = () => {
+    if (!gpu && !left) gpu = mountGpu3d({ getStage, store, reduced, open });
+    return gpu;
+  };
+  ensure();
+  return {
+    update: () => ensure()?.update(),
+    leave() {
+      left = true;
+      gpu?.leave();
+    },
+    info: () => gpu?.info() ?? null,
+  };
+}
