@@ -270,6 +270,35 @@ def test_on_a_phone_the_tour_reads_under_the_scene_and_steps_by_touch(page_at, w
     assert watch.errors == []
 
 
+def test_on_a_phone_a_lab_and_one_gpu_open_by_touch(page_at, web) -> None:
+    """From the menu, a tap opens a lab (its panel whole on the screen), and a tap on One GPU
+    starts the story at its first chapter."""
+    w, h = 390, 844
+    watch = page_at(viewport={"width": w, "height": h}, is_mobile=True, has_touch=True)
+    page = watch.page
+    page.wait_for_function("window.trainingRun.stageReady")
+    wait_labs(page)
+    page.locator("#btn-menu").tap()
+    page.wait_for_function("window.trainingRun.menuOpen === true")
+    lab = page.locator("#toolbar .labs button").first
+    lab.tap()
+    page.wait_for_function("window.trainingRunLabs.open !== null")
+    panel = page.evaluate(
+        """() => { const p = [...document.querySelectorAll('.lab-panel')].find((e) => !e.hidden);
+        const r = p.getBoundingClientRect();
+        return { x: r.left, y: r.top, r: r.right, b: r.bottom }; }"""
+    )
+    assert panel["r"] - panel["x"] > 0.8 * w and panel["x"] >= -0.5 and panel["r"] <= w + 0.5, panel
+    web.screenshot(page, "small_phone_lab")
+    page.keyboard.press("Escape")
+    page.wait_for_function("window.trainingRunLabs.open === null")
+    if not page.evaluate("window.trainingRun.menuOpen"):
+        page.locator("#btn-menu").tap()
+    page.locator("#story-open").tap()
+    page.wait_for_function("window.trainingRun.story.chapter === 1")
+    assert watch.errors == []
+
+
 def _touch(cdp, kind: str, points: list[tuple[float, float]]) -> None:
     cdp.send(
         "Input.dispatchTouchEvent",
