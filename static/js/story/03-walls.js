@@ -2,7 +2,7 @@
 // memory account (to scale: the tiny model barely shows against a real GPU's memory), in
 // the scene (GPU 1 up close, its lid lifting) and in the card.
 import { h, redrawer, wall } from './figure.js';
-import { gpuCloseUp } from './gpu3d.js';
+import { gpuCloseUp } from './closeup.js';
 
 export function enter(ctx) {
   const { figure, store, values } = ctx;

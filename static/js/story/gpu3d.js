@@ -169,23 +169,3 @@ export function mountGpu3d({ getStage, store, reduced, open = false }) {
     },
   };
 }
-
-/** The close-up for a chapter: mounted now, or on a later update once the 3D stage is up
- * (it starts after the socket). Returns { update(), leave(), info() }. */
-export function gpuCloseUp({ getStage, store, reduced }, open) {
-  let gpu = null;
-  let left = false;
-  const ensure = () => {
-    if (!gpu && !left) gpu = mountGpu3d({ getStage, store, reduced, open });
-    return gpu;
-  };
-  ensure();
-  return {
-    update: () => ensure()?.update(),
-    leave() {
-      left = true;
-      gpu?.leave();
-    },
-    info: () => gpu?.info() ?? null,
-  };
-}
