@@ -164,7 +164,12 @@ export function mountStory(store, { getStage, actions, labels }) {
     remember();
     if (active) render();
   });
-  store.on('snapshot', () => active && render());
+  // A run watched after it has stepped shows its last step from the snapshot, before (or
+  // without) a live one: that step is remembered too (a later chapter quotes it).
+  store.on('snapshot', () => {
+    remember();
+    if (active) render();
+  });
 
   function note() {
     const ch = chapter();
