@@ -12,11 +12,20 @@ Defaults keep runs small and quick: 8 GPUs on 2 servers, 10 steps/s, no resting.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from servers import ServerProcess
+
+# numpy's BLAS on one thread in every test process, as the product trains (app/cli/main.py):
+# the model's matrices are small, and two test workers on two cores each running two BLAS
+# threads only wait for each other (a 100-step climb took 49 s instead of 4). Set before
+# anything imports numpy (nothing above does); tests/engine/conftest.py also tells the
+# library itself.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ARGS = ("--gpus", "8", "--servers", "2", "--speed", "10", "--rest-after", "0")

@@ -49,28 +49,42 @@ def tap(page, selector: str) -> None:
     button.dispatch_event("click")
 
 
+def until(page, condition: str, timeout: float = 60_000) -> None:
+    """Wait for `condition` on a machine that may be busy; say where the run was if it never
+    came true."""
+    try:
+        page.wait_for_function(condition, timeout=timeout)
+    except Exception as exc:
+        seen = page.evaluate(
+            "(({runId, step, speed, runState, connection, tourActive, tourStop}) =>"
+            " ({runId, step, speed, runState, connection, tourActive, tourStop}))"
+            "(window.trainingRun)"
+        )
+        raise AssertionError(f"{condition} never came true: {seen}") from exc
+
+
 def test_start_lesson_starts_over_at_lesson_pace_with_the_tour(page_at, web) -> None:
     w = page_at()
     page = w.page
     web.wait_stage(page)
-    page.wait_for_function("window.trainingRun.step > 5", timeout=30_000)
+    until(page, "window.trainingRun.step > 5")
     old = web.tr(page, "runId")
     assert page.locator("#btn-lesson").is_visible()
     assert page.locator("#btn-lesson").get_attribute("aria-disabled") is None
 
     page.locator("#btn-lesson").click()
     # A new run, back at step 0 (then 1, 2, ...), at lesson pace, touring from stop 1.
-    page.wait_for_function(
+    until(
+        page,
         f"window.trainingRun.runId !== {old!r} && window.trainingRun.step !== null"
         " && window.trainingRun.step <= 1",
-        timeout=30_000,
     )
     assert web.tr(page, "tourActive") is True
     assert web.tr(page, "tourStop") == 0
-    page.wait_for_function("window.trainingRun.speed === 'lesson'", timeout=10_000)
+    until(page, "window.trainingRun.speed === 'lesson'")
     assert web.tr(page, "runState") == "running"
     assert page.locator("#tour-count").inner_text() == "stop 1 of 9"
-    page.wait_for_function("window.trainingRun.step >= 2", timeout=20_000)
+    until(page, "window.trainingRun.step >= 2")
     # The first stop quotes the fresh run's step count, not the old one's.
     caption = page.locator("#tour-caption").inner_text()
     assert "{" not in caption and str(web.tr(page, "gpus")) in caption
@@ -251,7 +265,7 @@ def test_new_run_on_another_cluster(page_at, web) -> None:
     assert web.tr(page, "newRunOpen") is False
     # "then start the lesson" was ticked: lesson pace and the tour from stop 1.
     assert web.tr(page, "tourActive") is True and web.tr(page, "tourStop") == 0
-    page.wait_for_function("window.trainingRun.speed === 'lesson'", timeout=10_000)
+    until(page, "window.trainingRun.speed === 'lesson'")
     # The stage was rebuilt for the new cluster and still shows its seven parts.
     page.wait_for_function("window.trainingRun.labelCount === 7 && window.trainingRun.frames > 0")
     page.wait_for_function("window.trainingRun.stepShown !== null", timeout=20_000)

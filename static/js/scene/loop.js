@@ -53,9 +53,13 @@ export function createLoop({ renderer, scene, camera, store, look, playback, sta
   const updateFns = new Set();
   const frameFns = new Set();
 
+  // At most 30 frames a second on a CPU renderer (docs/scene.md)
+  const minMs = Math.max(0, (renderer.frameMs || 0) - 4);
+
   function tick() {
     if (!running) return;
     const now = performance.now();
+    if (now - lastT < minMs) return;
     const dt = Math.min(0.1, (now - lastT) / 1000);
     lastT = now;
     let animating = animateCamera(now, dt);

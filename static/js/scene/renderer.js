@@ -3,8 +3,7 @@
 
 import * as THREE from 'three';
 
-/** True when WebGL is drawn by the CPU (SwiftShader, llvmpipe): a laptop with no usable GPU,
- * or a headless test browser. There, multisampling costs more than it gives. */
+/** True when WebGL is drawn by the CPU (docs/scene.md, the render loop). */
 function softwareWebGL() {
   try {
     const probe = document.createElement('canvas').getContext('webgl2');
@@ -27,5 +26,6 @@ export function createRenderer(canvas) {
   });
   renderer.setPixelRatio(software ? 1 : Math.min(window.devicePixelRatio || 1, 2));
   renderer.outputColorSpace = THREE.SRGBColorSpace;
+  renderer.frameMs = software ? 1000 / 30 : 0;
   return renderer;
 }
