@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -68,3 +69,23 @@ def test_the_route_serves_each_language_merged() -> None:
     assert client.get("/api/locale/en").json() == {}
     bad = client.get("/api/locale/xx")
     assert bad.status_code == 422 and "de" in bad.text
+
+
+def test_a_count_may_give_its_forms_and_a_broken_entry_is_named(tmp_path, monkeypatch) -> None:
+    """A language with more forms by count than English gives them as {category: text};
+    anything else that is not a text is refused, naming the file and the line."""
+    monkeypatch.setattr(locale_routes, "LOCALES_DIR", tmp_path)
+    locale_routes.catalogue.cache_clear()
+    try:
+        (tmp_path / "pl").mkdir()
+        forms = {"one": "{n} plik", "few": "{n} pliki", "many": "{n} plików", "other": "{n} pliku"}
+        (tmp_path / "pl" / "page.json").write_text(json.dumps({"{n} files": forms}))
+        assert locale_routes.catalogue("pl") == {"{n} files": forms}
+        for bad in ({"one": "{n} plik"}, {"lots": "x", "other": "y"}, 3, " "):
+            (tmp_path / "xx").mkdir(exist_ok=True)
+            (tmp_path / "xx" / "page.json").write_text(json.dumps({"{n} files": bad}))
+            locale_routes.catalogue.cache_clear()
+            with pytest.raises(ValueError, match=r"page\.json: '\{n\} files' needs"):
+                locale_routes.catalogue("xx")
+    finally:
+        locale_routes.catalogue.cache_clear()

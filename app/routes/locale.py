@@ -1,9 +1,9 @@
 """The words of the page in other languages (`scenes/locales/<lang>/<area>.json`).
 
 Each area file is one JSON object: the English text as the page shows it, mapped to the
-text in that language. A key with `{name}` placeholders is a pattern that matches text the
-page fills in at run time ("chapter {n} of {total}"). English needs no file: the page's
-own words are English.
+text in that language (or, for a count, its forms by plural category). A key with `{name}`
+placeholders is a pattern that matches text the page fills in at run time ("chapter {n} of
+{total}"). English needs no file: the page's own words are English (docs/languages.md).
 
     GET /api/locale/de    every area of German merged into one object
 """
@@ -25,8 +25,19 @@ LANGS: dict[str, str] = {"en": "English", "de": "Deutsch", "es": "Español"}
 Lang = Literal["en", "de", "es"]
 
 
+# A count's forms, by Intl.PluralRules category, where a language has more than English's two.
+FORMS = ("zero", "one", "two", "few", "many", "other")
+
+
+def _words(text: object) -> bool:
+    """A text, or {category: text} with an "other" (docs/languages.md, t())."""
+    if isinstance(text, dict):
+        return "other" in text and all(k in FORMS and _words(v) for k, v in text.items())
+    return isinstance(text, str) and bool(text.strip())
+
+
 @cache
-def catalogue(lang: str) -> dict[str, str]:
+def catalogue(lang: str) -> dict[str, str | dict[str, str]]:
     """Every area of one language merged; a key two areas share must mean the same."""
     words: dict[str, str] = {}
     folder = LOCALES_DIR / lang
@@ -35,8 +46,11 @@ def catalogue(lang: str) -> dict[str, str]:
         if not isinstance(area, dict):
             raise ValueError(f"{path}: a locale file is one JSON object of text -> text")
         for key, text in area.items():
-            if not isinstance(text, str) or not text.strip():
-                raise ValueError(f"{path}: {key!r} needs a non-empty text")
+            if not _words(text):
+                raise ValueError(
+                    f"{path}: {key!r} needs a non-empty text, or its forms by count"
+                    f" ({', '.join(FORMS)}; 'other' always)"
+                )
             if key in words and words[key] != text:
                 raise ValueError(f"{path}: {key!r} differs from another area's {words[key]!r}")
             words[key] = text
@@ -44,7 +58,7 @@ def catalogue(lang: str) -> dict[str, str]:
 
 
 @router.get("/{lang}", summary="The page's words in one language")
-def get_locale(lang: Lang) -> dict[str, str]:
+def get_locale(lang: Lang) -> dict[str, str | dict[str, str]]:
     try:
         return catalogue(lang)
     except ValueError as err:  # a broken locale file: say which, keep the server up

@@ -1,8 +1,8 @@
 // Which language the page speaks: `?lang=de` in the address, else the choice remembered
 // from the picker, else English. English is the page's own words; another language loads
 // its words (scenes/locales/<lang>/) and the translator (./translate.js) before the page
-// mounts, so nothing shows in English first. `tr(text)` gives the words drawn on canvases
-// (chart axes, 3D signs), which the translator cannot see in the page.
+// mounts, so nothing shows in English first. `t(key, values)` makes a text in the page's
+// language as it is drawn; `tr(text)` puts English already made into it (docs/languages.md).
 
 export const LANGS = { en: 'English', de: 'Deutsch', es: 'Español' };
 const KEY = 'trainingRun.lang';
@@ -22,6 +22,49 @@ export const lang = Object.hasOwn(LANGS, picked) ? picked : 'en';
 
 let translate = (text) => text;
 
+/** The page's words in `code`: `t(key, values, count)` makes a text, `key` its English
+ * ([one, other] where `count` picks the form), `{name}`s filled from `values` and numbers
+ * written the language's way; `num(x, digits)` writes a number (1,024.5 / 1.024,5); `made`
+ * holds what t() wrote in another language (and join() put together), which the translator leaves (docs/languages.md). */
+export function wordsFor(code, words = {}) {
+  const locale = code === 'en' ? 'en-US' : code;
+  const EN = new Intl.PluralRules('en-US');
+  const plurals = new Intl.PluralRules(locale);
+  const formats = new Map();
+  const made = new Set();
+  function num(x, digits = 0) {
+    if (!formats.has(digits)) formats.set(digits, new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+    return Number.isFinite(Number(x)) ? formats.get(digits).format(Number(x)) : '–';
+  }
+  function t(key, values = {}, count) {
+    const many = Array.isArray(key);
+    const k = many ? key[EN.select(Number(count)) === 'one' ? 0 : 1] : key;
+    const forms = words[many ? key[1] : key];
+    // A language's own forms by count live under the English "other" form.
+    const w = typeof forms === 'object' ? forms[plurals.select(Number(count))] ?? forms.other : words[k] ?? k;
+    const out = w.replace(/\{(\w+)\}/g, (all, name) => {
+      const v = values[name];
+      return v === undefined ? all : typeof v === 'number' ? num(v, Number.isInteger(v) ? 0 : 2) : String(v);
+    });
+    return keep(out);
+  }
+  // What t() made, in another language: the translator must leave it.
+  function keep(out) {
+    if (code !== 'en') {
+      if (made.size > 5000) made.clear();
+      made.add(out.replace(/\s+/g, ' ').trim());
+    }
+    return out;
+  }
+  return { t, num, made, join: (parts) => keep(parts.join(' ')) };
+}
+
+let page = wordsFor('en');
+export const t = (key, values, count) => page.t(key, values, count);
+export const num = (x, digits) => page.num(x, digits);
+/** Sentences t() made, as one text. */
+export const join = (parts) => page.join(parts);
+
 /** The text in the page's language (English until, or unless, another one is loaded). */
 export function tr(text) {
   return translate(text);
@@ -34,7 +77,8 @@ export async function startLanguage() {
   if (lang === 'en') return;
   try {
     const { startTranslating } = await import('./translate.js');
-    const translator = await startTranslating(lang);
+    const translator = await startTranslating(lang, { keep: (core) => page.made.has(core) });
+    page = wordsFor(lang, translator.words);
     translate = translator.text;
   } catch (err) {
     console.warn(`the page's words in ${LANGS[lang]} could not be loaded; it stays in English`, err);

@@ -1,4 +1,5 @@
-// The translator: puts the page's English into another language as it appears. The page's
+// The translator: puts the page's English into another language as it appears (what t() in
+// lang.js made is left alone: docs/languages.md). The page's
 // modules write English (their words are the keys of the locale files, as in gettext); this
 // watches the document and replaces each text and each title, label and placeholder with
 // the locale's words before the browser paints. Text the page fills in at run time matches
@@ -23,20 +24,21 @@ const CACHE_MAX = 20_000;
 const VERBATIM = /(^|_)word$/;
 const ADDRESS = /^(?:https?:\/\/|www\.)\S+$|^[\w.-]+:\d+(?:\/\S*)?$/;
 
-export async function startTranslating(lang, { root = document } = {}) {
+export async function startTranslating(lang, { root = document, keep } = {}) {
   const res = await fetch(`/api/locale/${encodeURIComponent(lang)}`);
   if (!res.ok) throw new Error(`HTTP ${res.status}`);
   const words = await res.json();
-  const translator = makeTranslator(lang, words);
+  const translator = makeTranslator(lang, words, { keep });
   watch(root, translator);
   window.trainingRunI18n = translator; // for tests and for finding missing words
   return translator;
 }
 
-export function makeTranslator(lang, words) {
+export function makeTranslator(lang, words, { keep = () => false } = {}) {
   const exact = new Map();
   const patterns = [];
   for (const [key, value] of Object.entries(words)) {
+    if (typeof value !== 'string') continue; // a word's forms by count: for t() only
     if (/\{\w+\}/.test(key)) patterns.push(compile(key, value));
     else exact.set(norm(key), value);
   }
@@ -81,6 +83,7 @@ export function makeTranslator(lang, words) {
   function translateText(text, where = '') {
     if (cache.has(text)) return cache.get(text);
     const core = norm(text);
+    if (keep(core)) return text; // made in this language by t() already
     let out;
     if (!core || !hasWords(core)) out = number(text);
     else if (ADDRESS.test(core)) out = text; // a link or an address reads the same everywhere
@@ -102,6 +105,7 @@ export function makeTranslator(lang, words) {
 
   return {
     lang,
+    words,
     misses,
     size: exact.size + patterns.length,
     translate: translateText,

@@ -3,40 +3,7 @@
 // step playback the loop reads (playback.js), picking and label anchors (picking.js) and the
 // highlight outline (highlight.js).
 //
-// API (the UI calls this; extended compatibly, additions marked +):
-//   const stage = createStage(canvas, { spec, topology, store, +draw (false: no WebGL draws) })
-//   stage.setView(n 0..4, {instant}) rotate(dAz, dPolar) zoom(factor) reset()
-//   stage.flyTo({position, target}, seconds) setExploded(bool) setSignal(bool) setSpin(bool)
-//   stage.setReducedMotion(bool) setTheme('default'|'projector') highlight(partId|null)
-//   stage.anchors() -> [{id, number, x, y, visible}]   (CSS px, for the current camera)
-//   stage.pickPart(clientX, clientY) -> partId|null
-//   stage.rebuild(topology) requestRender() dispose()
-//   stage.onFrame(fn) -> unsubscribe: fn({frames, drawCalls}) after every drawn frame
-//   stage.info() -> {drawCalls, frames, triangles, view, +drawables (meshes, lines and
-//       sprites in the scene: the ceiling on draw calls whatever is lit), +programs,
-//       +playing (a step's animation still has something left to show), +distance (from
-//       the camera to the point it orbits)}
-//   + stage.onUpdate(fn) -> unsubscribe: fn(frame) each tick the parts updated, with the
-//       frame they updated from (see loop.js), e.g. to count what was shown
-//   + stage.framePart(partId, {instant}) flies to frame one part (the tour uses it when a
-//       stop names no view)
-//   + stage.views() -> [{key, name}]
-//   + stage.setSafeArea({left, right, top, bottom} | null) CSS px the HUD covers at each
-//       edge; views centre and fit in the rest. null = the built-in guess for app.css.
-//   + stage.ok: false when WebGL could not start (then every method is a harmless no-op and
-//       stage.error says why); the UI shows its no-WebGL notice.
-//   + stage.partRect(partId) -> {left, top, right, bottom} | null: the CSS px box (page
-//       coordinates, like anchors()) that the part's layout box covers on screen now, e.g. so
-//       labels can keep off the GPU racks
-//   + stage.slowCaption() -> {kind, caption, index, count, step, waiting, shown}: what the
-//       slow-motion caption says. Slow motion itself follows store.state.slowMotion (set it
-//       to true to play a step block by block; the stage sets it back to false when done).
-//   + A GPU failure (store events gpu_failed, restored, gpu_replaced) is staged over a few
-//       seconds (failure.js); meanwhile the step animation stands still.
-//   + stage.setField(n | null) shows the scale field of n GPUs (8 ... 131,072) in place of the
-//       live scene, or the live scene again; stage.fieldPath() plays (or stops) the camera
-//       path from one live GPU out to the whole field and back; stage.fieldInfo() says what
-//       the field shows; stage.pickField(x, y) what is under a point (field/scale.js).
+// Its API, what the UI may call, is in docs/scene.md (the stage's API).
 //
 // It renders only when something changed or is animating, so an idle projector laptop stays
 // cool: `info().frames` stops increasing when nothing moves.

@@ -2,16 +2,16 @@
 // 2.860, all 32 GPUs agreed on the update." At most one every `EVERY_MS`, always the latest
 // step, so a reader is told how the run goes without being talked over.
 
-import { fmtInt, fmtLoss } from './format.js';
+import { num, t } from '../i18n/lang.js';
 
 export const EVERY_MS = 5000;
 
 /** The sentence for a step on a run of `gpus` GPUs, `down` of them failed now. */
 export function stepSentence(step, gpus, down = 0) {
-  const at = `Step ${fmtInt(step.step)}: loss ${fmtLoss(step.loss)}`;
-  if (down > 0) return `${at}, ${fmtInt(down)} of ${fmtInt(gpus)} GPUs down; the run goes on from its last checkpoint.`;
-  if (gpus === 1) return `${at}, 1 GPU updated its weights.`;
-  return `${at}, all ${fmtInt(gpus)} GPUs agreed on the update.`;
+  const v = { step: step.step, loss: num(step.loss, 3), gpus, down };
+  if (down > 0) return t('Step {step}: loss {loss}, {down} of {gpus} GPUs down; the run goes on from its last checkpoint.', v);
+  if (gpus === 1) return t('Step {step}: loss {loss}, 1 GPU updated its weights.', v);
+  return t('Step {step}: loss {loss}, all {gpus} GPUs agreed on the update.', v);
 }
 
 export function mountAnnouncer(store, { now = () => performance.now(), every = EVERY_MS } = {}) {

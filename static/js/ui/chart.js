@@ -5,8 +5,7 @@
 // branch hides under the live line. The bands drawn are written to the canvas's
 // data-lost-bands (JSON) for tests and tools.
 
-import { tr } from '../i18n/lang.js';
-import { fmtCount } from './format.js';
+import { join, num, t } from '../i18n/lang.js';
 
 const COLORS = {
   default: {
@@ -114,7 +113,7 @@ export function mountChart(store, canvas) {
     ctx.font = `${font}px system-ui, sans-serif`;
     ctx.fillStyle = theme.text;
     if (hist.length === 0) {
-      ctx.fillText(tr('waiting for the first step…'), pad.l, pad.t + h / 2);
+      ctx.fillText(t('waiting for the first step…'), pad.l, pad.t + h / 2);
       return;
     }
     let minStep = Infinity;
@@ -157,7 +156,7 @@ export function mountChart(store, canvas) {
     }
     ctx.textAlign = 'left';
     ctx.textBaseline = 'alphabetic';
-    ctx.fillText(tr(`step ${minStep}`), pad.l, cssH - 4);
+    ctx.fillText(t('step {n}', { n: minStep }), pad.l, cssH - 4);
     ctx.textAlign = 'right';
     ctx.fillText(`${maxStep}`, pad.l + w, cssH - 4);
 
@@ -238,10 +237,10 @@ export function mountChart(store, canvas) {
     ctx.textBaseline = 'top';
     // Screen readers (and tests) get the same story as the picture.
     const latest = hist[hist.length - 1];
-    let said = `Loss over steps ${minStep} to ${maxStep}; latest ${latest.loss.toFixed(3)} at step ${latest.step}.`;
-    if (marks.length) said += ` Rolled back to step ${marks.join(', step ')}.`;
-    for (const b of bands) said += ` ${fmtCount(b.lost, 'step')} lost after step ${b.fromStep}.`;
-    canvas.setAttribute('aria-label', said);
+    const said = [t('Loss over steps {from} to {to}; latest {loss} at step {step}.', { from: minStep, to: maxStep, loss: num(latest.loss, 3), step: latest.step })];
+    if (marks.length) said.push(t('Rolled back to step {steps}.', { steps: marks.map((m) => num(m)).reduce((a, b) => t('{a}, step {b}', { a, b })) }));
+    for (const b of bands) said.push(t(['{n} step lost after step {step}.', '{n} steps lost after step {step}.'], { n: b.lost, step: b.fromStep }, b.lost));
+    canvas.setAttribute('aria-label', join(said));
     const shown = marks.slice(-3);
     shown.forEach((m, i) => {
       const xx = Math.round(x(m)) + 0.5;
@@ -263,7 +262,7 @@ export function mountChart(store, canvas) {
       const band = bands.find((b) => b.fromStep === m);
       // Words drawn on the canvas: the translator cannot see them, so they are put into the
       // page's language here (and measured as they will be drawn).
-      const label = tr(band ? `rolled back to step ${m}: ${fmtCount(band.lost, 'step')} lost` : `rolled back to step ${m}`);
+      const label = band ? t(['rolled back to step {step}: {n} step lost', 'rolled back to step {step}: {n} steps lost'], { step: m, n: band.lost }, band.lost) : t('rolled back to step {step}', { step: m });
       const tw = ctx.measureText(label).width;
       const tx = xx + r + 4 + tw > pad.l + w ? xx - r - 4 - tw : xx + r + 4;
       // A dark backing so the words read over the live line.

@@ -9,7 +9,8 @@
 
 import { activeFaults } from '../store.js';
 import { NEEDS_PRESENTER } from './actions.js';
-import { el, fmtCount, fmtInt, fmtSeconds } from './format.js';
+import { t } from '../i18n/lang.js';
+import { el, fmtInt, fmtSeconds } from './format.js';
 
 /** Each kind: what the menu calls it, what it does in one line, and what its target is. */
 export const FAULTS = [
@@ -78,7 +79,7 @@ export function mountFaults(store, { send, overlays }) {
   const targetLabel = el('span', { text: 'GPU' });
   const target = el('select', { id: 'fault-target' });
   const steps = el('select', { id: 'fault-steps', 'aria-label': 'Steps it lasts' });
-  for (const n of STEPS) steps.append(el('option', { value: String(n), text: fmtCount(n, 'step') }));
+  for (const n of STEPS) steps.append(el('option', { value: String(n), text: t(['{n} step', '{n} steps'], { n }, n) }));
   steps.value = '3';
   const go = el('button', { type: 'button', class: 'danger primary', id: 'fault-go', text: 'inject', onclick: inject });
   const close = el('button', { type: 'button', class: 'close', 'aria-label': 'Close', text: '×', onclick: () => store.set('faultsOpen', false) });

@@ -7,7 +7,8 @@
 
 import { TraceView } from '../scene/trace.js';
 import { activeFaults } from '../store.js';
-import { el, fmtBytes, fmtCount, fmtInt, fmtLoss, fmtRate, fmtSeconds, fmtSpeed } from './format.js';
+import { t } from '../i18n/lang.js';
+import { el, fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds, fmtSpeed } from './format.js';
 
 // The groups that move data between GPUs and add to the step (app/engine/lens.py COMMUNICATION).
 const COMMUNICATION = ['tensor', 'experts', 'allreduce'];
@@ -399,8 +400,8 @@ export function mountHud(store) {
     const live = h?.config?.gpus;
     const keep = lensGpus.value;
     lensGpus.replaceChildren(
-      el('option', { value: String(live ?? ''), text: `this cluster (${fmtCount(live, 'GPU')})` }),
-      ...LENS_GPUS.filter((n) => n !== live).map((n) => el('option', { value: String(n), text: `${fmtInt(n)} GPUs` })),
+      el('option', { value: String(live ?? ''), text: t(['this cluster ({gpus} GPU)', 'this cluster ({gpus} GPUs)'], { gpus: live ?? '–' }, live) }),
+      ...LENS_GPUS.filter((n) => n !== live).map((n) => el('option', { value: String(n), text: t('{n} GPUs', { n }) })),
     );
     const lens = store.state.lens;
     // Off, it names the live cluster (the step on show); on, the cluster the lens prices.

@@ -1,7 +1,8 @@
 // Things laid over the scene: toasts (failures, refused controls, saves), the
 // "Connection lost — reconnecting…" overlay and the no-WebGL message.
 
-import { el, fmtCount } from './format.js';
+import { t } from '../i18n/lang.js';
+import { el } from './format.js';
 
 const TOAST_MS = 6000;
 const MAX_TOASTS = 4;
@@ -28,11 +29,15 @@ export function createOverlays(store) {
     const p = pending;
     pending = null;
     clearTimeout(flushTimer);
-    let msg = `GPU ${p.gpu + 1} failed at step ${p.step}`; // ids from 0, people count from 1
-    if (p.restored !== undefined) {
-      msg += ` — rolled back to step ${p.restored} (${fmtCount(p.lost, 'step')} lost)`;
-    }
-    if (p.replaced) msg += ', GPU replaced';
+    const v = { gpu: p.gpu + 1, step: p.step, restored: p.restored, lost: p.lost }; // people count from 1
+    const back = p.restored !== undefined;
+    const msg = p.replaced
+      ? back
+        ? t(['GPU {gpu} failed at step {step} — rolled back to step {restored} ({lost} step lost), GPU replaced', 'GPU {gpu} failed at step {step} — rolled back to step {restored} ({lost} steps lost), GPU replaced'], v, p.lost)
+        : t('GPU {gpu} failed at step {step}, GPU replaced', v)
+      : back
+        ? t(['GPU {gpu} failed at step {step} — rolled back to step {restored} ({lost} step lost)', 'GPU {gpu} failed at step {step} — rolled back to step {restored} ({lost} steps lost)'], v, p.lost)
+        : t('GPU {gpu} failed at step {step}', v);
     toast(msg, 'failure', 9000);
   }
 

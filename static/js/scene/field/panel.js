@@ -9,6 +9,7 @@
 
 import { mountDrawer } from '../../ui/projector.js';
 import { fmtCount } from '../../ui/format.js';
+import { t } from '../../i18n/lang.js';
 import { MAX_GPUS, MIN_GPUS, PRESETS, fieldPlan, parseGpus } from './plan.js';
 
 const fmt = (n) => Number(n).toLocaleString('en-US');
@@ -156,7 +157,7 @@ export function mountScaleField({ store, getStage }) {
     const b = info.beacon;
     show(tag, b.visible);
     if (b.visible) {
-      write(tag, `live: ${fmtCount(info.plan.live, 'GPU')} training`);
+      write(tag, t(['live: {n} GPU training', 'live: {n} GPUs training'], { n: info.plan.live }, info.plan.live));
       tag.style.transform = `translate(${b.x}px, ${b.y}px) translate(-50%, -120%)`;
     }
     // Each tier of the network named where it floats (hidden when off screen).
