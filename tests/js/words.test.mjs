@@ -61,3 +61,9 @@ test('sentences made by t() and put together are left by the translator too', ()
   assert.equal(de2.join(parts), 'zurück auf Schritt 5 Schritt 6');
   assert.ok(de2.made.has('zurück auf Schritt 5 Schritt 6'));
 });
+
+test('a number with decimals keeps as many as it has, at most three, written the language\'s way', () => {
+  assert.equal(de.t("needs {x}× this GPU's memory", { x: 1.5 }), 'braucht 1,5× den Speicher dieser GPU');
+  assert.equal(en.t("needs {x}× this GPU's memory", { x: 12.3456 }), "needs 12.346× this GPU's memory");
+  assert.equal(es.t('{p}% full', { p: 88 }), '88 % llena');
+});

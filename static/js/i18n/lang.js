@@ -32,8 +32,12 @@ export function wordsFor(code, words = {}) {
   const plurals = new Intl.PluralRules(locale);
   const formats = new Map();
   const made = new Set();
+  // digits: that many decimals; 'up to 3': as many as the number has, at most three
   function num(x, digits = 0) {
-    if (!formats.has(digits)) formats.set(digits, new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+    if (!formats.has(digits)) {
+      const fixed = typeof digits === 'number';
+      formats.set(digits, new Intl.NumberFormat(locale, { minimumFractionDigits: fixed ? digits : 0, maximumFractionDigits: fixed ? digits : 3 }));
+    }
     return Number.isFinite(Number(x)) ? formats.get(digits).format(Number(x)) : '–';
   }
   function t(key, values = {}, count) {
@@ -44,7 +48,7 @@ export function wordsFor(code, words = {}) {
     const w = typeof forms === 'object' ? forms[plurals.select(Number(count))] ?? forms.other : words[k] ?? k;
     const out = w.replace(/\{(\w+)\}/g, (all, name) => {
       const v = values[name];
-      return v === undefined ? all : typeof v === 'number' ? num(v, Number.isInteger(v) ? 0 : 2) : String(v);
+      return v === undefined ? all : typeof v === 'number' ? num(v, 'up to 3') : String(v);
     });
     return keep(out);
   }

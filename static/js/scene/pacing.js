@@ -1,30 +1,7 @@
 // How a planned step (pipeline stages, microbatches, tensor-parallel joins, experts) is paced
 // on screen. Pure: no three.js, no DOM; timeline.js plays what this works out.
 //
-// A data-parallel step is a handful of blocks that every GPU shares, and the timeline gives
-// each its share of a couple of seconds. A planned step is not: each stage has its own lane of
-// forwards, backwards and waits for every microbatch, the lanes are offset by the hand-offs
-// between stages, and at the simulated hardware's scale a forward pass may take nanoseconds
-// next to microseconds of transfers. Played in proportion, most of it would flash past; cut
-// into a block wherever any lane changes, it would be a hundred blocks. So:
-//
-// 1. Each lane becomes a few *runs*: stretches in which the GPU shows one thing. A microbatch's
-//    forward (or backward) on a stage is one run together with the tensor-parallel joins,
-//    expert all-to-alls and short waits for a partner that belong to the same microbatch;
-//    back-to-back runs of the same kind merge (a stage working through microbatches 1 to 4
-//    glows amber once, not four times); a wait shorter than a hundredth of the step, or
-//    shorter than half the work on either side of it (a stage a little faster than the next
-//    one, between two microbatches), is part of that work. The pipeline's real bubbles, at
-//    its start and end, stay. What is left are the lanes' real states, in their true order.
-// 2. Simulated time is warped, monotonically, so every lane's order and every event's place
-//    among the others is kept: each stretch between two events gets wall time in proportion
-//    to its simulated time, and then every run and every all-to-all gets at least a readable
-//    moment (MIN_RUN_S): no GPU changes colour more often than three times a second. (A hand-
-//    off between stages may be far shorter; its capsule takes a readable moment to cross all
-//    the same, see parts/handoffs.js.) Should the all-to-alls make the step longer than MAX_S,
-//    their moments shrink (down to MIN_MOVE_FLOOR_S), never the runs'.
-// 3. The wall time is cut into blocks where lanes change (for slow motion's captions and for
-//    the frame's `phase`); blocks too short to read merge into the one before.
+// How, and why, in docs/scene.md (pacing a planned step).
 
 const COMPUTE = new Set(['forward', 'backward']);
 export const MIN_RUN_S = 0.36; // under three colour changes a second
@@ -35,7 +12,7 @@ const MIN_BLOCK_S = 0.3;
 const ABSORB = 0.01; // a wait shorter than this share of the step belongs to the work around it
 const BASE_S = 2.0; // what the whole step would take in proportion, before the floors
 
-/** Lane g's runs: [{t0, t1, show, mbs}] in time order (see the module comment). */
+/** Lane g's runs: [{t0, t1, show, mbs}] in time order (docs/scene.md). */
 export function laneRuns(view, g) {
   const recs = view
     .laneRecords(g)

@@ -5,10 +5,7 @@
 // time t" is a short search. The rules mirror app/engine/trace.py, and a test checks that
 // `expandTrace` here gives exactly the lanes Python's `expand` gives.
 //
-// Some kinds run beside a lane's other events (a pipeline send or receive runs on the GPU's
-// copy engine while it computes): hello.trace_kinds marks them `overlaps`. They add no time
-// to the lane, so the time bar leaves them out, and "what is GPU g doing" names the work
-// they run beside (`transfersAt` names them).
+// Kinds that overlap a lane's work: docs/scene.md (reading a step's trace).
 
 /** The kinds table (hello.trace_kinds) that views made without one use: the scene's
  * playback sets it from hello, so every reader of a step agrees on which kinds overlap. */

@@ -2,6 +2,7 @@
 // why training a model needs it (also scene data), then the live numbers that part is
 // responsible for, refreshed on every step while the card is open.
 
+import { t } from '../i18n/lang.js';
 import { el, fmtBytes, fmtCount, fmtInt, fmtLoss } from './format.js';
 import { lastProbe, liveValues } from './live.js';
 
@@ -66,7 +67,7 @@ function liveFacts(kind, store) {
         ['last saved step', v.checkpoint_step],
         ['size', v.checkpoint_bytes],
         ['kept on disk', v.checkpoints],
-        ['saved every', fmtCount(cfg?.checkpoint_every, 'step')],
+        ['saved every', t(['{n} step', '{n} steps'], { n: cfg?.checkpoint_every ?? '–' }, cfg?.checkpoint_every)],
         ['rollbacks so far', v.restarts],
       ];
     default:

@@ -78,7 +78,7 @@ export function mountFaults(store, { send, overlays }) {
   const says = el('p', { class: 'fault-says' });
   const targetLabel = el('span', { text: 'GPU' });
   const target = el('select', { id: 'fault-target' });
-  const steps = el('select', { id: 'fault-steps', 'aria-label': 'Steps it lasts' });
+  const steps = el('select', { id: 'fault-steps', 'aria-label': t('Steps it lasts') });
   for (const n of STEPS) steps.append(el('option', { value: String(n), text: t(['{n} step', '{n} steps'], { n }, n) }));
   steps.value = '3';
   const go = el('button', { type: 'button', class: 'danger primary', id: 'fault-go', text: 'inject', onclick: inject });
@@ -87,7 +87,7 @@ export function mountFaults(store, { send, overlays }) {
     'aside',
     { class: 'panel faults-panel', id: 'faults', role: 'dialog', 'aria-labelledby': 'faults-title', hidden: true },
     close,
-    el('h2', { id: 'faults-title', text: 'Inject a fault' }),
+    el('h2', { id: 'faults-title', text: t('Inject a fault') }),
     el('p', { class: 'hint', text: 'At thousands of GPUs, something always breaks. Try it on the live run:' }),
     kinds,
     says,
@@ -151,7 +151,7 @@ export function mountFaults(store, { send, overlays }) {
       target: Number(target.value),
       steps: kind === 'dead' ? 1 : Number(steps.value),
     };
-    if (!send(msg)) overlays.toast('Not connected to the run, so that was not sent', 'error');
+    if (!send(msg)) overlays.toast(t('Not connected to the run, so that was not sent'), 'error');
   }
 
   // The note under the time bar: the faults acting on the step on screen, and those to come.

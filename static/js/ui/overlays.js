@@ -71,30 +71,30 @@ export function createOverlays(store) {
         }
         break;
       case 'checkpoint_skipped':
-        toast(e.message || 'A damaged checkpoint was skipped', 'warn');
+        toast(e.message || t('A damaged checkpoint was skipped'), 'warn');
         break;
       case 'checkpoint_saved':
-        if (d.reason === 'on_demand') toast(`Checkpoint saved at step ${d.step ?? e.step}`, 'saved', 3500);
+        if (d.reason === 'on_demand') toast(t('Checkpoint saved at step {step}', { step: d.step ?? e.step }), 'saved', 3500);
         break;
       case 'run_reset':
-        toast(e.message || 'The run was reset', 'info');
+        toast(e.message || t('The run was reset'), 'info');
         break;
       case 'diverged':
         // The run has stopped itself: this stays up until someone acts.
-        toast(e.message || 'The run diverged and stopped', 'failure', 20000);
+        toast(e.message || t('The run diverged and stopped'), 'failure', 20000);
         break;
       case 'worker_failed':
-        toast(e.message || 'The training process failed; retrying', 'error', 9000);
+        toast(e.message || t('The training process failed; retrying'), 'error', 9000);
         break;
       case 'checkpoint_failed':
       case 'record_failed':
-        toast(e.message || 'Something could not be saved', 'warn', 9000);
+        toast(e.message || t('Something could not be saved'), 'warn', 9000);
         break;
       case 'shard_rebuilt':
-        toast(e.message || 'A damaged data shard was rebuilt', 'info');
+        toast(e.message || t('A damaged data shard was rebuilt'), 'info');
         break;
       case 'record_set_aside':
-        toast(e.message || 'Earlier history was set aside', 'warn', 12000);
+        toast(e.message || t('Earlier history was set aside'), 'warn', 12000);
         break;
       default:
         break;

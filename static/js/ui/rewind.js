@@ -8,6 +8,7 @@
 // {step, seq, loss, grad_norm, lr, tokens_total, sim_step_s, epoch, probe, probe_step, trace,
 //  recorded: true}. scene/playback.js plays it instead of live steps while it is set.
 
+import { t } from '../i18n/lang.js';
 import { el, fmtInt, fmtLoss, fmtSeconds } from './format.js';
 
 const FETCH_DEBOUNCE_MS = 60;
@@ -31,7 +32,7 @@ export function mountRewind(store, root = document.getElementById('rewind')) {
     max: '0',
     step: '1',
     value: '0',
-    'aria-label': 'Rewind to a recorded step',
+    'aria-label': t('Rewind to a recorded step'),
   });
   const spark = el('canvas', { class: 'rewind-spark', 'aria-hidden': 'true' });
   const where = el('span', { class: 'rewind-where', id: 'rewind-where' });
@@ -75,9 +76,9 @@ export function mountRewind(store, root = document.getElementById('rewind')) {
     const r = store.state.rewind;
     const top = liveStep();
     root.dataset.state = r ? 'rewound' : wanted !== null ? 'loading' : 'live';
-    if (r) where.textContent = `step ${fmtInt(r.step)} · live run at ${fmtInt(top)}`;
-    else if (wanted !== null) where.textContent = `step ${fmtInt(wanted)}…`;
-    else where.textContent = top === null ? '' : `live · drag back to any of ${fmtInt(top - Number(range.min) + 1)} recorded steps`;
+    if (r) where.textContent = t('step {step} · live run at {live}', { step: r.step, live: top });
+    else if (wanted !== null) where.textContent = t('step {step}…', { step: wanted });
+    else where.textContent = top === null ? '' : t('live · drag back to any of {n} recorded steps', { n: top - Number(range.min) + 1 });
   }
 
   function drawSpark() {
@@ -234,7 +235,7 @@ export function mountRewind(store, root = document.getElementById('rewind')) {
         if (r) show(r);
         else {
           wanted = null;
-          where.textContent = `step ${fmtInt(step)} is not in the record`;
+          where.textContent = t('step {step} is not in the record', { step });
         }
       } catch (err) {
         if (mine !== request) return;

@@ -6,18 +6,12 @@
 // A page without the rights to change the class run starts a run of its own instead (the
 // server's side run, app/web/runs.py): it trains for this page alone, the class run goes on.
 
-import { el, fmtCount, fmtInt } from './format.js';
-
-const NEW_INTRO = "Starts training again from step 0 on the cluster you choose. The old run's history is kept.";
-const OWN_INTRO = 'Only the presenter changes the class run. This starts a run of your own from step 0, on this server, for you alone: the class run goes on, and you can go back to it. Nobody else controls yours; it stops a minute after you leave it.';
+import { t } from '../i18n/lang.js';
+import { el, fmtInt } from './format.js';
 
 // The server's hardware presets (app/engine/timing.py PRESETS); it refuses any other name.
-const PRESETS = [
-  { id: 'h100', label: 'H100 cluster' },
-  { id: 'a100', label: 'A100 cluster' },
-  { id: 'b200', label: 'B200 cluster' },
-  { id: 'h800', label: 'H800 cluster' },
-];
+const PRESETS = [{ id: 'h100' }, { id: 'a100' }, { id: 'b200' }, { id: 'h800' }];
+const presetLabel = (id) => ({ h100: t('H100 cluster'), a100: t('A100 cluster'), b200: t('B200 cluster'), h800: t('H800 cluster') })[id];
 // The same bounds as the server's own (ResetControl, and Settings for --gpus / --servers).
 const LIMITS = { seed: [0, 2 ** 31 - 1], gpus: [1, 4096], servers: [1, 1024], batch_size: [1, 1024] };
 const LR_MAX = 1; // the learning rate: above 0, at most this (Settings.lr)
@@ -67,7 +61,7 @@ export function mountSettings(store, { actions }) {
   const title = $('newrun-title');
   const intro = $('newrun-intro');
 
-  for (const p of PRESETS) fields.preset.append(el('option', { value: p.id, text: p.label }));
+  for (const p of PRESETS) fields.preset.append(el('option', { value: p.id, text: presetLabel(p.id) }));
   for (const name of ['seed', 'gpus', 'servers', 'batch_size']) {
     fields[name].min = String(LIMITS[name][0]);
     fields[name].max = String(LIMITS[name][1]);
@@ -97,20 +91,26 @@ export function mountSettings(store, { actions }) {
     const mine = own();
     const { choice, problem: bad } = checkChoice(read(), { own: mine });
     box.classList.toggle('own', mine);
-    title.textContent = mine ? 'A run of your own' : 'New run';
-    intro.textContent = mine ? OWN_INTRO : NEW_INTRO;
+    title.textContent = mine ? t('A run of your own') : t('New run');
+    intro.textContent = mine
+      ? t('Only the presenter changes the class run. This starts a run of your own from step 0, on this server, for you alone: the class run goes on, and you can go back to it. Nobody else controls yours; it stops a minute after you leave it.')
+      : t("Starts training again from step 0 on the cluster you choose. The old run's history is kept.");
     lesson.closest('label').hidden = mine;
     fields.gpus.max = String(mine ? OWN_GPUS_MAX : LIMITS.gpus[1]);
-    if (!pending) startBtn.textContent = mine ? 'Start my own run' : 'Start';
+    if (!pending) startBtn.textContent = mine ? t('Start my own run') : t('Start');
     say(bad);
     startBtn.disabled = Boolean(bad) || Boolean(pending);
     if (!choice) {
       why.textContent = '';
       return;
     }
-    const each = choice.gpus / choice.servers;
-    const slow = choice.gpus > SLOW_GPUS ? ' This computer does every GPU’s work itself, so a cluster this big steps slowly.' : '';
-    why.textContent = `${fmtCount(choice.gpus, 'GPU')} on ${fmtCount(choice.servers, 'server')}: ${fmtInt(each)} per server.${slow}`;
+    const v = { gpus: choice.gpus, servers: choice.servers, each: choice.gpus / choice.servers };
+    const n = choice.servers;
+    if (choice.gpus > SLOW_GPUS) {
+      why.textContent = t(['{gpus} GPUs on {servers} server: {each} per server. This computer does every GPU’s work itself, so a cluster this big steps slowly.', '{gpus} GPUs on {servers} servers: {each} per server. This computer does every GPU’s work itself, so a cluster this big steps slowly.'], v, n);
+    } else if (choice.gpus === 1) {
+      why.textContent = t(['{gpus} GPU on {servers} server: {each} per server.', '{gpus} GPU on {servers} servers: {each} per server.'], v, n);
+    } else why.textContent = t(['{gpus} GPUs on {servers} server: {each} per server.', '{gpus} GPUs on {servers} servers: {each} per server.'], v, n);
   }
 
   function fill() {
@@ -135,7 +135,7 @@ export function mountSettings(store, { actions }) {
   function finish() {
     if (pending) clearTimeout(pending.timer);
     pending = null;
-    startBtn.textContent = own() ? 'Start my own run' : 'Start';
+    startBtn.textContent = own() ? t('Start my own run') : t('Start');
   }
 
   function close() {
@@ -169,11 +169,11 @@ export function mountSettings(store, { actions }) {
       lesson: !mine && lesson.checked,
       timer: setTimeout(() => {
         finish();
-        say('The server has not answered yet: the new run may still be starting. Try again in a moment.');
+        say(t('The server has not answered yet: the new run may still be starting. Try again in a moment.'));
         explain();
       }, ANSWER_MS),
     };
-    startBtn.textContent = 'starting…';
+    startBtn.textContent = t('starting…');
     startBtn.disabled = true;
     return undefined;
   });

@@ -88,12 +88,12 @@ export function mountScaleField({ store, getStage }) {
     if (plan.tiers >= 2) counts.push(`${fmt(plan.spines)} spine`);
     if (plan.tiers >= 3) counts.push(`${fmt(plan.cores)} core`);
     note.replaceChildren(
-      el('p', { class: 'field-big' }, `${fmt(plan.gpus)} GPUs`),
-      el('p', { class: 'field-counts' }, `${fmt(plan.servers)} servers of ${plan.perServer} · ${fmt(plan.racks)} racks of ${plan.serversPerRack} servers · ${fmtCount(plan.pods, 'pod')}`),
-      el('p', { class: 'field-live' }, `Only the ${fmt(plan.live)} GPUs under the beam train for real. The other ${fmt(plan.mirrored)} mirror them: they show the same step, nobody computes it.`),
+      el('p', { class: 'field-big' }, t('{n} GPUs', { n: plan.gpus })),
+      el('p', { class: 'field-counts' }, t(['{servers} servers of {per} · {racks} racks of {perRack} servers · {pods} pod', '{servers} servers of {per} · {racks} racks of {perRack} servers · {pods} pods'], { servers: plan.servers, per: plan.perServer, racks: plan.racks, perRack: plan.serversPerRack, pods: plan.pods }, plan.pods)),
+      el('p', { class: 'field-live' }, t('Only the {live} GPUs under the beam train for real. The other {mirrored} mirror them: they show the same step, nobody computes it.', { live: plan.live, mirrored: plan.mirrored })),
       el('p', { class: 'field-mirror', id: 'field-mirror' }, ''),
       el('p', { class: 'field-fabric' }, `Network: ${fmtCount(plan.tiers, 'tier')} (${tiers.join(', ')}): ${counts.join(' · ')} switches`),
-      el('p', { class: 'field-rule' }, `Assumed: ${plan.radix}-port switches, one port per GPU, a non-blocking fat tree. Two tiers join up to ${fmt(plan.twoTierMax)} GPUs (k²/2), three up to ${fmt(plan.threeTierMax)} (k³/4), k = ${plan.radix}. A rack holds ${plan.serversPerRack} servers. Not to scale.`),
+      el('p', { class: 'field-rule' }, t('Assumed: {radix}-port switches, one port per GPU, a non-blocking fat tree. Two tiers join up to {two} GPUs (k²/2), three up to {three} (k³/4), k = {k}. A rack holds {perRack} servers. Not to scale.', { radix: plan.radix, two: plan.twoTierMax, three: plan.threeTierMax, k: plan.radix, perRack: plan.serversPerRack })),
     );
   }
 

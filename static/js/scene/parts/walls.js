@@ -15,7 +15,7 @@
 
 import * as THREE from 'three';
 import { commit, disposeTree, hatchTexture, instanced, place, tag, tint, wallTexture } from '../util.js';
-import { tr } from '../../i18n/lang.js';
+import { t } from '../../i18n/lang.js';
 
 const MIN_FILL = 0.03; // the tiny model's share of an 80 GB GPU would be invisible
 // Tower height above the wall, in wall heights, per x10 of memory needed.
@@ -83,19 +83,19 @@ function memoryBands(run, gpuIndex, gpuId, palette) {
 }
 
 function sig3(x) {
-  return x >= 100 ? String(Math.round(x)) : String(Number(x.toPrecision(3)));
+  return x >= 100 ? Math.round(x) : Number(x.toPrecision(3));
 }
 
 /** What the label over the walls says for a lab case, or null for none. */
 function labelFor(mc) {
   if (!mc) return null;
   const f = Number(mc.fraction) || 0;
-  // Drawn on a canvas, out of the translator's sight: tr() gives the page's language.
-  if (f > 1) return { title: tr("Doesn't fit"), line: tr(`needs ${sig3(f)}× this GPU's memory`), bad: true };
+  // Drawn on a canvas, out of the translator's sight: made in the page's language.
+  if (f > 1) return { title: t("Doesn't fit"), line: t("needs {x}× this GPU's memory", { x: sig3(f) }), bad: true };
   if (Number.isFinite(mc.gpus) && mc.gpus > 1) {
-    return { title: tr(`Fits on ${mc.gpus} GPUs`), line: tr(`each holds 1/${mc.gpus}: ${Math.round(f * 100)}% full`), bad: false };
+    return { title: t('Fits on {n} GPUs', { n: mc.gpus }), line: t('each holds 1/{n}: {p}% full', { n: mc.gpus, p: Math.round(f * 100) }), bad: false };
   }
-  return { title: tr('Fits on one GPU'), line: tr(`${Math.round(f * 100)}% full`), bad: false };
+  return { title: t('Fits on one GPU'), line: t('{p}% full', { p: Math.round(f * 100) }), bad: false };
 }
 
 /**
