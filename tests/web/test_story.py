@@ -128,12 +128,13 @@ def test_a_story_whose_climb_is_missing_is_named(tmp_path, monkeypatch) -> None:
 # ---- the walk, in a real browser ----------------------------------------------------------
 
 
-@pytest.fixture
-def story_server(tmp_path: Path, web):
-    """The walk's server, and `recorded()`: the 64-GPU team's chapters play a recording of a
-    real run (`trainingrun record`, one step: the walk needs their plan and a step), made
-    beside the walk while it reads the chapters before them; `recorded()` waits for it."""
-    run_dir = tmp_path / "run"
+@pytest.fixture(scope="module", autouse=True)
+def team_recording(tmp_path_factory):
+    """The run folder the walk serves, and `recorded()`: the 64-GPU team's chapters play a
+    recording of a real run (`trainingrun record`, one step: the walk needs their plan and a
+    step). It is made while the module's other tests run (the walk comes last), so the walk
+    reads chapters instead of waiting on it; `recorded()` waits for it if it is not done."""
+    run_dir = tmp_path_factory.mktemp("story") / "run"
     record = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "record", "one-gpu.team64", "--steps", "1",
          "--run-dir", str(run_dir), *SERVE],
@@ -144,12 +145,22 @@ def story_server(tmp_path: Path, web):
         _out, err = record.communicate(timeout=240)
         assert record.returncode == 0, err
 
+    try:
+        yield run_dir, recorded
+    finally:
+        record.kill()
+        record.communicate()
+
+
+@pytest.fixture
+def story_server(team_recording, web):
+    """The walk's server, on the folder the team's recording is made in."""
+    run_dir, recorded = team_recording
     srv = web.ServerProcess(run_dir, *SERVE)
     try:
         srv.start(fresh=True, timeout=120)
         yield srv, recorded
     finally:
-        record.kill()
         # The walk checks the chapters, not the shutdown: not waited for.
         srv.kill()
 
@@ -222,98 +233,6 @@ def check_chapter(page, n: int, watch, srv, web) -> dict:
         assert s["source"] == "", s["source"]
     assert watch.errors == [], watch.errors
     return s
-
-
-def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, web) -> None:
-    story_server, recorded = story_server
-    shots = shots_dir()
-    size = {"viewport": web.FULL_HD} if shots else {}
-    # The walk checks each chapter's state, not its pixels: without screenshots to take, the
-    # page skips its WebGL draws (?draw=0).
-    query = "?story=one-gpu&chapter=1" + ("" if shots else "&draw=0")
-    watch = web.open_page(browser, story_server.url, query, reduced_motion="reduce", **size)
-    page = watch.page
-    page.set_default_timeout(120_000)
-    page.wait_for_function("window.trainingRun.stageReady")
-    n_chapters = len(STORY["chapters"])
-    assert story(page)["chapters"] == n_chapters
-    seen: dict[str, dict] = {}
-    first_recorded = min(
-        i for i, ch in enumerate(STORY["chapters"], 1) if ch["run"] in STORY["recorded"]
-    )
-    for n in range(1, n_chapters + 1):
-        if n == first_recorded - 3:
-            recorded()  # before the page warms the team's run, two distinct runs ahead
-        if n > 1:
-            page.keyboard.press("PageDown")
-        s = check_chapter(page, n, watch, story_server, web)
-        cid = s["chapterId"]
-        if cid in ("what-if", "together"):
-            page.wait_for_function("window.trainingRun.story.figure !== null", timeout=WAIT_MS)
-        elif cid == "bigger":
-            page.wait_for_function("window.trainingRun.story.figure !== null")
-            assert story(page)["figure"]["overflow"] is False
-            page.keyboard.press(" ")  # "See if four more layers fit"
-            page.wait_for_function("window.trainingRun.story.figure.overflow === true")
-        elif cid in ("split", "back-to-back"):
-            page.wait_for_function("window.trainingRun.story.figure !== null")
-        elif cid == "inside-layer":
-            # The experts lit are the live router's choice for the prompt's last word.
-            page.wait_for_function(
-                "(() => { const f = window.trainingRun.story.figure;"
-                " return f && f.route && f.lit.length === f.route.experts.length; })()"
-            )
-            fig = story(page)["figure"]
-            assert sorted(fig["lit"]) == sorted(fig["route"]["experts"])
-            assert abs(sum(fig["route"]["gates"]) - 1) < 1e-6
-        elif cid == "again":
-            # With reduced motion the climb shows its end at once: every tenfold's writing,
-            # the field in the shade of the last tenfold really trained, the counter past it.
-            page.wait_for_function(
-                "(() => { const f = window.trainingRun.field, c = window.trainingRun.story.figure;"
-                " const now = document.querySelector('.sf-tone-now small');"
-                " return f.on && c && c.step === 1000000 && f.decade === c.decade && now"
-                " && now.textContent === (10 ** f.decade).toLocaleString('en-US'); })()"
-            )
-            climb = story(page)["figure"]
-            assert climb["past"] is True and climb["decade"] == len(CLIMB["decades"]) - 1
-            assert climb["lines"] == [
-                {"step": d["step"], "writing": d["writing"]} for d in CLIMB["decades"]
-            ]
-        elif cid == "gpu-1":
-            page.wait_for_function("window.trainingRun.field.on === false")
-        seen[cid] = story(page)
-        if shots:
-            page.screenshot(path=str(shots / f"{n:02d}-{cid}.png"), timeout=120_000)
-        assert page.evaluate("new URL(location.href).searchParams.get('chapter')") == str(n)
-
-    # The out-of-memory chapter: the walls overflow, in weights + gradients and optimizer.
-    oom = seen["oom"]["figure"]
-    assert oom["overflow"] is True and oom["fraction"] > 1
-    # The expert split: less memory per GPU than the chapter before it, from the accounts.
-    split = seen["split"]["figure"]
-    assert split["before"] and split["now"] and split["now"] < split["before"]
-    # What if: apart, the copies' weights differ; together, they are equal.
-    drift = seen["together"]["drift"]
-    assert drift["apart"]["identical"] is False and drift["apart"]["differing"] > 0
-    assert drift["apart"]["weights"][0] != drift["apart"]["weights"][1]
-    assert drift["together"]["identical"] is True
-    assert drift["together"]["weights"][0] == drift["together"]["weights"][1]
-    # The pipeline: back-to-back microbatches shrink the measured bubble.
-    bubble = seen["back-to-back"]["figure"]
-    assert 0 < bubble["bubble"] < bubble["before"]
-    # Data parallelism: each of two GPUs reads half the text one GPU read.
-    memo = seen["together"]["memo"]
-    assert memo["dp2"]["tokens_per_gpu"] * 2 == memo["one"]["tokens_per_gpu"]
-
-    # ... and back, chapter by chapter, each on its own run again.
-    for n in range(n_chapters - 1, 0, -1):
-        page.keyboard.press("PageUp")
-        check_chapter(page, n, watch, story_server, web)
-    page.keyboard.press("Escape")
-    page.wait_for_function("window.trainingRun.story.chapter === null")
-    assert "story=" not in page.url
-    assert watch.errors == [], watch.errors
 
 
 def test_again_climbs_to_a_million_on_a_real_long_run(browser, tmp_path, web) -> None:
@@ -556,4 +475,96 @@ def test_gpu_one_opens_up_close_in_the_scene(page_at, web) -> None:
     page.wait_for_function("window.trainingRun.cameraFlying === true")
     page.wait_for_function("window.trainingRun.story.chapter === 4")
     page.wait_for_function("window.trainingRun.figure.length === 0")
+    assert watch.errors == [], watch.errors
+
+
+def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, web) -> None:
+    story_server, recorded = story_server
+    shots = shots_dir()
+    size = {"viewport": web.FULL_HD} if shots else {}
+    # The walk checks each chapter's state, not its pixels: without screenshots to take, the
+    # page skips its WebGL draws (?draw=0).
+    query = "?story=one-gpu&chapter=1" + ("" if shots else "&draw=0")
+    watch = web.open_page(browser, story_server.url, query, reduced_motion="reduce", **size)
+    page = watch.page
+    page.set_default_timeout(120_000)
+    page.wait_for_function("window.trainingRun.stageReady")
+    n_chapters = len(STORY["chapters"])
+    assert story(page)["chapters"] == n_chapters
+    seen: dict[str, dict] = {}
+    first_recorded = min(
+        i for i, ch in enumerate(STORY["chapters"], 1) if ch["run"] in STORY["recorded"]
+    )
+    for n in range(1, n_chapters + 1):
+        if n == first_recorded - 3:
+            recorded()  # before the page warms the team's run, two distinct runs ahead
+        if n > 1:
+            page.keyboard.press("PageDown")
+        s = check_chapter(page, n, watch, story_server, web)
+        cid = s["chapterId"]
+        if cid in ("what-if", "together"):
+            page.wait_for_function("window.trainingRun.story.figure !== null", timeout=WAIT_MS)
+        elif cid == "bigger":
+            page.wait_for_function("window.trainingRun.story.figure !== null")
+            assert story(page)["figure"]["overflow"] is False
+            page.keyboard.press(" ")  # "See if four more layers fit"
+            page.wait_for_function("window.trainingRun.story.figure.overflow === true")
+        elif cid in ("split", "back-to-back"):
+            page.wait_for_function("window.trainingRun.story.figure !== null")
+        elif cid == "inside-layer":
+            # The experts lit are the live router's choice for the prompt's last word.
+            page.wait_for_function(
+                "(() => { const f = window.trainingRun.story.figure;"
+                " return f && f.route && f.lit.length === f.route.experts.length; })()"
+            )
+            fig = story(page)["figure"]
+            assert sorted(fig["lit"]) == sorted(fig["route"]["experts"])
+            assert abs(sum(fig["route"]["gates"]) - 1) < 1e-6
+        elif cid == "again":
+            # With reduced motion the climb shows its end at once: every tenfold's writing,
+            # the field in the shade of the last tenfold really trained, the counter past it.
+            page.wait_for_function(
+                "(() => { const f = window.trainingRun.field, c = window.trainingRun.story.figure;"
+                " const now = document.querySelector('.sf-tone-now small');"
+                " return f.on && c && c.step === 1000000 && f.decade === c.decade && now"
+                " && now.textContent === (10 ** f.decade).toLocaleString('en-US'); })()"
+            )
+            climb = story(page)["figure"]
+            assert climb["past"] is True and climb["decade"] == len(CLIMB["decades"]) - 1
+            assert climb["lines"] == [
+                {"step": d["step"], "writing": d["writing"]} for d in CLIMB["decades"]
+            ]
+        elif cid == "gpu-1":
+            page.wait_for_function("window.trainingRun.field.on === false")
+        seen[cid] = story(page)
+        if shots:
+            page.screenshot(path=str(shots / f"{n:02d}-{cid}.png"), timeout=120_000)
+        assert page.evaluate("new URL(location.href).searchParams.get('chapter')") == str(n)
+
+    # The out-of-memory chapter: the walls overflow, in weights + gradients and optimizer.
+    oom = seen["oom"]["figure"]
+    assert oom["overflow"] is True and oom["fraction"] > 1
+    # The expert split: less memory per GPU than the chapter before it, from the accounts.
+    split = seen["split"]["figure"]
+    assert split["before"] and split["now"] and split["now"] < split["before"]
+    # What if: apart, the copies' weights differ; together, they are equal.
+    drift = seen["together"]["drift"]
+    assert drift["apart"]["identical"] is False and drift["apart"]["differing"] > 0
+    assert drift["apart"]["weights"][0] != drift["apart"]["weights"][1]
+    assert drift["together"]["identical"] is True
+    assert drift["together"]["weights"][0] == drift["together"]["weights"][1]
+    # The pipeline: back-to-back microbatches shrink the measured bubble.
+    bubble = seen["back-to-back"]["figure"]
+    assert 0 < bubble["bubble"] < bubble["before"]
+    # Data parallelism: each of two GPUs reads half the text one GPU read.
+    memo = seen["together"]["memo"]
+    assert memo["dp2"]["tokens_per_gpu"] * 2 == memo["one"]["tokens_per_gpu"]
+
+    # ... and back, chapter by chapter, each on its own run again.
+    for n in range(n_chapters - 1, 0, -1):
+        page.keyboard.press("PageUp")
+        check_chapter(page, n, watch, story_server, web)
+    page.keyboard.press("Escape")
+    page.wait_for_function("window.trainingRun.story.chapter === null")
+    assert "story=" not in page.url
     assert watch.errors == [], watch.errors
