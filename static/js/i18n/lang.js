@@ -32,13 +32,17 @@ export function wordsFor(code, words = {}) {
   const plurals = new Intl.PluralRules(locale);
   const formats = new Map();
   const made = new Set();
-  // digits: that many decimals; 'up to 3': as many as the number has, at most three
+  // digits: that many decimals; 'up to N': as many as the number has, at most N;
+  // {percent: N}: a share (0.5) as a percentage with N decimals, the language's way (50 %)
   function num(x, digits = 0) {
-    if (!formats.has(digits)) {
-      const fixed = typeof digits === 'number';
-      formats.set(digits, new Intl.NumberFormat(locale, { minimumFractionDigits: fixed ? digits : 0, maximumFractionDigits: fixed ? digits : 3 }));
+    const key = JSON.stringify(digits);
+    if (!formats.has(key)) {
+      const pct = typeof digits === 'object' && digits !== null;
+      const n = pct ? digits.percent : typeof digits === 'number' ? digits : Number(String(digits).replace('up to ', ''));
+      const min = pct || typeof digits === 'number' ? n : 0;
+      formats.set(key, new Intl.NumberFormat(locale, { style: pct ? 'percent' : 'decimal', minimumFractionDigits: min, maximumFractionDigits: n }));
     }
-    return Number.isFinite(Number(x)) ? formats.get(digits).format(Number(x)) : '–';
+    return Number.isFinite(Number(x)) ? formats.get(key).format(Number(x)) : '–';
   }
   function t(key, values = {}, count) {
     const many = Array.isArray(key);
