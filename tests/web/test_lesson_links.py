@@ -37,14 +37,14 @@ def test_each_lesson_link_opens_the_state_it_names(flat, server, web) -> None:
         ("?tour=4", "window.trainingRun.tourActive && window.trainingRun.tourStop === 3"),
         (
             "?lab=memory&params=70B&precision=bf16",
-            "window.trainingRunLabs.open === 'memory' && window.trainingRunLabs.memory.params"
-            " === '70B' && window.trainingRunLabs.memory.precision === 'bf16'"
+            "window.trainingRunLabs.open === 'memory' && window.trainingRunLabs.memory?.params"
+            " === '70B' && window.trainingRunLabs.memory?.precision === 'bf16'"
             " && document.getElementById('mem-params').value === '70B'",
         ),
         (
             "?lab=memory&params=405B&precision=fp8",
-            "window.trainingRunLabs.open === 'memory' && window.trainingRunLabs.memory.params"
-            " === '405B' && window.trainingRunLabs.memory.precision === 'fp8'",
+            "window.trainingRunLabs.open === 'memory' && window.trainingRunLabs.memory?.params"
+            " === '405B' && window.trainingRunLabs.memory?.precision === 'fp8'",
         ),
         ("?labels=0", "window.trainingRun.labels === false"),
         ("?projector", "window.trainingRun.projector === true"),
@@ -73,7 +73,7 @@ def test_each_lesson_link_opens_the_state_it_names(flat, server, web) -> None:
 def test_copy_link_to_this_view_reopens_it(flat, server, web) -> None:
     w = _open(flat, server, web, "?lab=memory&params=405B&lang=de")
     p = w.page
-    p.wait_for_function("window.trainingRunLabs.memory.params === '405B'", timeout=30_000)
+    p.wait_for_function("window.trainingRunLabs.memory?.params === '405B'", timeout=30_000)
     p.keyboard.press("Escape")
     p.wait_for_function("!window.trainingRunLabs.open", timeout=10_000)
     p.keyboard.press("t")

@@ -57,7 +57,7 @@ def _same_as(stop: int, view: int, params: str) -> str:
         f"window.trainingRun.following && window.trainingRun.tourActive"
         f" && window.trainingRun.tourStop === {stop} && window.trainingRun.view === {view}"
         f" && window.trainingRunLabs && window.trainingRunLabs.open === 'memory'"
-        f" && window.trainingRunLabs.memory.params === '{params}'"
+        f" && window.trainingRunLabs.memory?.params === '{params}'"
         f" && document.getElementById('mem-params').value === '{params}'"
     )
 

@@ -157,11 +157,6 @@ export function create() {
   }
 
   return {
-    id: 'cost',
-    key: 'c',
-    label: 'cost',
-    kicker: 'Go deeper',
-    title: 'What does learning cost?',
     mount,
     info() {
       return result ? JSON.parse(JSON.stringify({ ...result, estimate })) : null;

@@ -1,7 +1,8 @@
 // Concept labs: the ring all-reduce, GPU memory, "swap it" parallelism cards, cost and energy,
 // classroom questions, and what the cluster really looks like in a data hall. main.js calls
 // mountLabs once the page is up; it returns one key per lab (the toolbar shows a button for
-// each, the help lists them) and closeAll() for Esc.
+// each, the help lists them) and closeAll() for Esc. A lab's code loads on its first opening
+// (catalog.js lists them), so the page's first load carries none of it.
 // One panel is open at a time, docked at the side. A lab that changes the scene names the
 // part it changes (lab.scene = {part, view, headroom}); while it is open the stage frames that
 // part in the window's free area (see frame.js), so no panel covers what it changes.
@@ -11,14 +12,7 @@
 
 import { h } from './dom.js';
 import { peekingRight, safeAreaFor, topClear } from './frame.js';
-import * as ringlab from './ringlab.js';
-import * as memory from './memory.js';
-import * as swapit from './swapit.js';
-import * as cost from './cost.js';
-import * as talk from './talk.js';
-import * as reallook from './reallook.js';
-
-const LABS = [ringlab, memory, swapit, cost, talk, reallook];
+import { CATALOG } from './catalog.js';
 
 export function mountLabs({ store, ui } = {}) {
   const root = h('div', { class: 'labs-root', id: 'labs' });
@@ -33,11 +27,7 @@ export function mountLabs({ store, ui } = {}) {
     }
   };
 
-  const panels = LABS.map((mod) => {
-    // A lab gets the store (where it puts the case the scene should show) and the page's
-    // actions (to move the camera there); the scene follows the store, so no lab needs the
-    // stage or the socket.
-    const lab = mod.create({ store, ui });
+  const panels = CATALOG.map((lab) => {
     const titleId = `lab-${lab.id}-title`;
     const title = h('h2', { id: titleId, text: lab.title });
     const close = h('button', {
@@ -70,8 +60,21 @@ export function mountLabs({ store, ui } = {}) {
       }
     });
     root.append(panel);
-    return { lab, panel, body, title, mounted: false };
+    return { lab, panel, body, title, impl: null, loading: null };
   });
+
+  /** The lab's code, loaded once: it gets the store (where it puts the case the scene should
+   * show) and the page's actions (to move the camera there); the scene follows the store, so
+   * no lab needs the stage or the socket. */
+  function load(p) {
+    p.loading ??= p.lab.load().then((mod) => {
+      const impl = mod.create({ store, ui });
+      impl.mount(p.body, { setTitle: (t) => (p.title.textContent = t) });
+      p.impl = impl;
+      return impl;
+    });
+    return p.loading;
+  }
 
   // ---- keeping the changed part in sight ----
   let framed = null; // {p, stage, area} while a lab's part is framed in the free area
@@ -155,7 +158,7 @@ export function mountLabs({ store, ui } = {}) {
     p.panel.hidden = true;
     watcher?.unobserve(p.panel);
     try {
-      p.lab.onClose?.();
+      p.impl?.onClose?.();
     } catch (err) {
       console.warn(`closing lab ${p.lab.id} failed`, err);
     }
@@ -178,16 +181,21 @@ export function mountLabs({ store, ui } = {}) {
     p.panel.hidden = false;
     openId = id;
     root.classList.add('has-open');
-    if (!p.mounted) {
-      p.mounted = true;
-      p.lab.mount(p.body, { setTitle: (t) => (p.title.textContent = t) });
-    }
     placePanel(p);
     // Frame before the lab's own opening moves, so the flight to its view ends in the free area.
     frameScene(p, { fly: true });
-    p.lab.onOpen?.();
     watcher?.observe(p.panel);
     p.panel.focus?.({ preventScroll: true });
+    load(p)
+      .then((impl) => {
+        if (openId !== id) return;
+        impl.onOpen?.();
+        relayout();
+      })
+      .catch((err) => {
+        console.warn(`lab ${id} could not be loaded`, err);
+        p.body.replaceChildren(h('p', { class: 'lab-error', role: 'alert', text: 'This lab could not be loaded. Reload the page to try again.' }));
+      });
   }
 
   // Read-only view for tests and the console (window.trainingRun belongs to the main UI).
@@ -198,7 +206,7 @@ export function mountLabs({ store, ui } = {}) {
     placement: () => store?.state.placement ?? null,
     // The safe area the open lab gave the stage (CSS px at each edge), or null.
     safeArea: () => (framed ? { ...framed.area, part: framed.p.lab.scene.part } : null),
-    ...Object.fromEntries(panels.map((p) => [p.lab.id, () => p.lab.info?.() ?? null])),
+    ...Object.fromEntries(panels.map((p) => [p.lab.id, () => p.impl?.info?.() ?? null])),
   };
   for (const [name, get] of Object.entries(getters)) Object.defineProperty(hook, name, { get, enumerable: true });
   Object.freeze(hook);
@@ -212,6 +220,8 @@ export function mountLabs({ store, ui } = {}) {
     get openId() {
       return openId;
     },
-    lab: (id) => panels.find((p) => p.lab.id === id)?.lab ?? null,
+    // The lab's code once loaded (null before, or for a lab this page does not have).
+    lab: (id) => panels.find((p) => p.lab.id === id)?.impl ?? null,
+    has: (id) => panels.some((p) => p.lab.id === id),
   };
 }

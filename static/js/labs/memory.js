@@ -197,13 +197,6 @@ export function create({ store }) {
   }
 
   return {
-    id: 'memory',
-    key: 'm',
-    label: 'memory',
-    kicker: 'Try it · concept lab',
-    title: 'How many GPUs does a model need?',
-    // The memory walls stand on the GPU servers; their towers grow up, so keep room above.
-    scene: { part: 'gpus', view: 2, headroom: 0.25, aspect: 1.8 },
     mount,
     onOpen() {
       open = true;

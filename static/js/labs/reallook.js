@@ -175,11 +175,6 @@ export function create() {
   }
 
   return {
-    id: 'reallook',
-    key: 'h',
-    label: 'real look',
-    kicker: 'The real thing',
-    title: 'What it really looks like',
     mount,
     onOpen() {
       shown = true;

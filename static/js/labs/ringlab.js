@@ -295,11 +295,6 @@ export function create() {
   }
 
   return {
-    id: 'ring',
-    key: 'r',
-    label: 'ring lab',
-    kicker: 'Try it · concept lab',
-    title: 'Agreeing on one answer: the ring',
     mount,
     onOpen() {
       document.addEventListener('keydown', onKey);

@@ -222,13 +222,6 @@ export function create({ store, ui } = {}) {
   }
 
   return {
-    id: 'swap',
-    key: 'w',
-    label: 'swap it',
-    kicker: 'Swap it',
-    title: 'Other ways to share the job',
-    // The model slabs sit on the GPU servers: frame them clear of the panel.
-    scene: { part: 'gpus', view: 2, aspect: 1.8 },
     mount,
     // Show a card, as a follower of the presenter does: the scene and the panel change, the
     // run does not (the presenter's own choice already re-planned it).

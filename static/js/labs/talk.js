@@ -27,11 +27,6 @@ export function create() {
   }
 
   return {
-    id: 'talk',
-    key: 'q',
-    label: 'questions',
-    kicker: 'Talk about it',
-    title: 'Talk about it',
     mount,
     info: () => ({ questions: count }),
   };

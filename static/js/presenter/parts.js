@@ -139,9 +139,10 @@ export function createParts({ store, actions, getTour, getLabs, getStage, getSto
         if (l.openId) l.closeAll();
         return true;
       }
-      const lab = l.lab(want);
-      if (!lab) return true; // a lab this page does not have
+      if (l.has && !l.has(want)) return true; // a lab this page does not have
       if (l.openId !== want) l.open(want);
+      const lab = l.lab(want);
+      if (!lab) return false; // its code is still loading: applied when it has come
       if (want === 'memory') lab.setInputs?.({ params: p.params, precision: p.precision, gpu: p.gpu, spread: p.spread });
       if (want === 'swap' && typeof p.placement === 'string') lab.select?.(p.placement);
       return true;
