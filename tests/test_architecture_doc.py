@@ -46,45 +46,71 @@ def bare_file_names(text: str) -> set[str]:
     return bare
 
 
-def app_modules() -> set[str]:
-    modules = (ROOT / "app").rglob("*.py")
-    return {p.relative_to(ROOT).as_posix() for p in modules if p.name != "__init__.py"}
+def app_modules(root: Path = ROOT) -> set[str]:
+    """Every Python module under `root/app/` but the `__init__.py` files, root-relative."""
+    modules = (root / "app").rglob("*.py")
+    return {p.relative_to(root).as_posix() for p in modules if p.name != "__init__.py"}
 
 
-def app_packages() -> set[str]:
+def app_packages(root: Path = ROOT) -> set[str]:
+    """Every package folder under `root/app/` (not `app/` itself), written `app/run/`."""
     return {
-        p.parent.relative_to(ROOT).as_posix() + "/"
-        for p in (ROOT / "app").rglob("__init__.py")
-        if p.parent != ROOT / "app"
+        p.parent.relative_to(root).as_posix() + "/"
+        for p in (root / "app").rglob("__init__.py")
+        if p.parent != root / "app"
     }
 
 
-def test_every_module_under_app_is_named():
-    named = named_paths(DOC.read_text(encoding="utf-8"))
-    missing = sorted(app_modules() - named)
+def path_exists(root: Path, path: str) -> bool:
+    """A glob must match something, a folder (`app/run/`) must be one, anything else a file."""
+    if "*" in path:
+        return any(root.glob(path))
+    if path.endswith("/"):
+        return (root / path).is_dir()
+    return (root / path).is_file()
+
+
+def undocumented(root: Path, text: str) -> list[str]:
+    """The modules and package folders under `root/app/` that `text` does not name."""
+    named = named_paths(text)
+    return sorted((app_modules(root) | app_packages(root)) - named)
+
+
+def stale(root: Path, text: str) -> list[str]:
+    """The paths `text` names that do not exist under `root`."""
+    return sorted(p for p in named_paths(text) if not path_exists(root, p))
+
+
+def test_every_module_and_package_under_app_is_named():
+    missing = undocumented(ROOT, DOC.read_text(encoding="utf-8"))
     assert not missing, f"docs/architecture.md does not name: {missing}"
 
 
-def test_every_package_folder_is_named():
-    named = named_paths(DOC.read_text(encoding="utf-8"))
-    missing = sorted(app_packages() - named)
-    assert not missing, f"docs/architecture.md has no section for: {missing}"
-
-
 def test_every_named_path_exists():
-    named = named_paths(DOC.read_text(encoding="utf-8"))
-    assert len(named) > 50, "the page's paths were not found: has its notation changed?"
-    gone = []
-    for path in sorted(named):
-        if "*" in path:
-            if not list(ROOT.glob(path)):
-                gone.append(path)
-        elif path.endswith("/"):
-            if not (ROOT / path).is_dir():
-                gone.append(path)
-        elif not (ROOT / path).is_file():
-            gone.append(path)
+    text = DOC.read_text(encoding="utf-8")
+    assert len(named_paths(text)) > 50, "the page's paths were not found: has its notation changed?"
+    gone = stale(ROOT, text)
     assert not gone, f"docs/architecture.md names paths that do not exist: {gone}"
+
+
+def test_the_checks_catch_a_missing_module_and_a_stale_path(tmp_path: Path):
+    for name in ("app/__init__.py", "app/paths.py", "app/run/__init__.py", "app/run/view.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    complete = "- `app/paths.py`: paths.\n\n### `app/run/`\n\n- `app/run/view.py`: views.\n"
+    assert undocumented(tmp_path, complete) == []
+    assert stale(tmp_path, complete) == []
+
+    # A module added to the code but not to the page, and one in a new package
+    (tmp_path / "app/run/pacer.py").write_text("")
+    (tmp_path / "app/edge").mkdir()
+    (tmp_path / "app/edge/__init__.py").write_text("")
+    (tmp_path / "app/edge/hub.py").write_text("")
+    assert undocumented(tmp_path, complete) == ["app/edge/", "app/edge/hub.py", "app/run/pacer.py"]
+
+    # Paths the page still names after their files went (a module, a folder, a glob)
+    old = complete + "- `app/runner.py`, `app/old/`, `app/labs/*.py`: gone.\n"
+    assert stale(tmp_path, old) == ["app/labs/*.py", "app/old/", "app/runner.py"]
 
 
 def test_files_are_named_from_the_repository_root():

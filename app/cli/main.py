@@ -1,6 +1,6 @@
 """The `trainingrun` command: picks the command (`serve`, the default; `watch`, `train`,
-`memory`, `estimate`) and hands it the rest of the command line. Each command is a module of
-its own beside this one, imported only when it runs."""
+`record`, `climb`, `memory`, `estimate`) and hands it the rest of the command line. Each command
+is a module of its own beside this one, imported only when it runs."""
 
 from __future__ import annotations
 
