@@ -4,7 +4,11 @@ on a side copy of the run, once without comparing notes and once with the all-re
 Each copy reads its own half of every batch, so each computes different gradients. Without
 the all-reduce each applies only its own and the two copies drift apart into different
 models; with it both apply the averaged gradient and stay bit-identical. Nothing here
-touches the live run: it is a fresh `Trainer` on its own run folder, stepped by hand.
+touches the live run: it is a fresh `Trainer` on its own run folder, stepped by hand
+through the step interface (stepengine.py) alone, so the same code trains the copies of any
+plan: `drift()` uses two dense data-parallel GPUs, `train_copies()` takes any run whose
+GPUs hold at least two copies of the model (a tensor- or pipeline-parallel one, or one
+with experts, runs on the sharded engine).
 
     result = drift(RunConfig(gpus=2, servers=1, n_layer=4), steps=3, run_dir=tmp)
     result.apart.max_abs_diff > 0 and result.together.max_abs_diff == 0
@@ -22,19 +26,19 @@ import numpy as np
 from .config import RunConfig
 from .trainer import Trainer
 
-COPIES = 2
+COPIES = 2  # the side copy's GPUs, each a whole copy; and the fewest copies to compare
 
 
 @dataclass
 class CopiesAfter:
-    """The two copies after `steps` updates: the 16 watched weights of each, and how far
-    apart the whole models are."""
+    """The copies after `steps` updates (two, on the side copy): the 16 watched weights of
+    each, and how far apart the whole models are."""
 
     shared: bool  # were the gradients averaged before each update?
     steps: int
     weights: list[list[float]]  # [copy][16]: the probe's 16 weights in each copy
     weights_name: str
-    max_abs_diff: float  # over every weight of the model
+    max_abs_diff: float  # over every weight of the model (each copy against the first)
     differing: int  # how many weights differ between the copies
     n_params: int
     identical: bool
@@ -71,25 +75,36 @@ def side_config(config: RunConfig) -> RunConfig:
     )
 
 
-def _train(config: RunConfig, steps: int, shared: bool, run_dir: Path) -> CopiesAfter:
-    t = Trainer(config, run_dir, fresh=True)
+def train_copies(config: RunConfig, steps: int, shared: bool, run_dir: str | Path) -> CopiesAfter:
+    """Train `config`'s run for `steps` steps, with the all-reduce (`shared`) or without,
+    and compare its data-parallel copies. Raises ValueError when the plan holds fewer than
+    two copies of the model."""
+    t = Trainer(config, Path(run_dir), fresh=True)
     try:
+        engine = t.engine
+        if engine.copies < COPIES:
+            raise ValueError(
+                f"drift needs at least {COPIES} data-parallel copies of the model; this "
+                f"plan's {config.gpus} GPUs hold {engine.copies}"
+            )
         # The step through the engine's interface, with or without its all-reduce.
         for _ in range(steps):
             batch, _take = t.loader.next()
-            _, work = t.engine.forward_backward(batch.idx, batch.targets)
+            _, work = engine.forward_backward(batch.idx, batch.targets)
             if shared:
-                t.engine.sync_grads(work)  # every row now holds the average
-            t.engine.update(work, t.lr_at(t.step + 1))
+                engine.sync_grads(work)  # every copy now holds the average
+            engine.update(work, t.lr_at(t.step + 1))
             t.step += 1
         name = t.probe_weights_name
-        idx = t._probe_index
-        copies = [t.engine.full_params(c) for c in range(COPIES)]
-        weights = [[float(x) for x in np.asarray(c[name])[idx]] for c in copies]
+        copies = [engine.full_params(c) for c in range(engine.copies)]
+        weights = [[float(x) for x in np.asarray(c[name])[t.probe_index]] for c in copies]
         diff = 0.0
         differing = 0
         for n in copies[0]:
-            d = np.abs(np.asarray(copies[0][n]) - np.asarray(copies[1][n]))
+            first = np.asarray(copies[0][n])
+            d = np.zeros_like(first)
+            for other in copies[1:]:
+                np.maximum(d, np.abs(first - np.asarray(other[n])), out=d)
             diff = max(diff, float(d.max()))
             differing += int(np.count_nonzero(d))
         return CopiesAfter(
@@ -112,6 +127,6 @@ def drift(config: RunConfig, steps: int = 3, run_dir: str | Path | None = None) 
         raise ValueError(f"steps must be at least 1, got {steps}")
     side = side_config(config)
     with tempfile.TemporaryDirectory(dir=run_dir) as tmp:
-        apart = _train(side, steps, False, Path(tmp) / "apart")
-        together = _train(side, steps, True, Path(tmp) / "together")
+        apart = train_copies(side, steps, False, Path(tmp) / "apart")
+        together = train_copies(side, steps, True, Path(tmp) / "together")
     return DriftResult(apart=apart, together=together)

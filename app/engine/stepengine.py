@@ -13,6 +13,10 @@ report) and calls the same sequence every step:
     engine.update(work, lr)           # unless the step diverged
     outcome = engine.trace(work, costs)
 
+A step may also skip `sync_grads` (drift.py shows what that does): `update` then applies to
+each data-parallel copy the gradients of its own part of the batch, and the copies grow
+apart; there is no `trace` of such a step.
+
 Two engines implement it, and give the same numbers (tests/engine/test_parallel_equivalence.py):
 `ReplicatedEngine` (replicated.py) for data parallelism with a dense model, every parameter
 replica-stacked and all replicas in one batched pass (the fast path), and `ShardedEngine`
@@ -100,7 +104,8 @@ class StepEngine(Protocol):
         before clipping."""
 
     def update(self, work: Any, lr: float) -> None:
-        """One AdamW update of every GPU's own arrays."""
+        """One AdamW update of every GPU's own arrays: after sync_grads, with the averaged
+        gradients (every copy the same bits); without it, each copy with its own."""
 
     def trace(self, work: Any, costs: StepCosts) -> StepOutcome:
         """The step's lanes on the simulated hardware; updates last_stats."""

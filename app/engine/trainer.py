@@ -56,6 +56,8 @@ PUBLIC API (the server and the CLI rely on exactly this):
                                                     or checkpoint_failed
     trainer.checkpoints() -> list[dict]             [{step, path, bytes, created, ok}], newest last
     trainer.probe() -> Probe                        top-5 after "Once upon a" + 16 weights
+    trainer.probe_weights_name, trainer.probe_index the parameter and the 16 positions in it
+                                                    that the probe watches (fixed by the seed)
     trainer.params_sha256() -> str                  over one full copy of the parameters
                                                     (gathered from their shards), fixed order
     trainer.params_l2() -> float                    L2 norm of all parameters, likewise
@@ -208,7 +210,7 @@ class Trainer:
         shape = shapes[self.probe_weights_name]
         rng = np.random.default_rng([config.seed, 16])
         flat = rng.choice(int(np.prod(shape)), size=16, replace=False)
-        self._probe_index = np.unravel_index(np.sort(flat), shape)
+        self.probe_index = np.unravel_index(np.sort(flat), shape)
         self._prompt_ids = np.asarray(
             self.lake.vocab.encode(tokenize(PROBE_PROMPT)), dtype=np.int64
         )
@@ -643,7 +645,7 @@ class Trainer:
         p = np.exp(logits - logits.max())
         p /= p.sum()
         top = np.argsort(-p, kind="stable")[:5]
-        w = weights[self._probe_index]
+        w = weights[self.probe_index]
         return Probe(
             prompt=PROBE_PROMPT,
             top=[ProbeToken(token=self.vocab[i], p=float(p[i])) for i in top],

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from app.engine import trainer as trainer_module
 from app.engine.config import RunConfig
-from app.engine.drift import drift, side_config
+from app.engine.drift import drift, side_config, train_copies
+from app.engine.sharded import ShardedEngine
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +48,47 @@ def test_copies_together_stay_identical(result) -> None:
 def test_steps_must_be_positive(tmp_path) -> None:
     with pytest.raises(ValueError, match="steps must be at least 1"):
         drift(RunConfig(gpus=2, servers=1), steps=0, run_dir=tmp_path)
+
+
+def _engines_built(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    built: list[object] = []
+    make = trainer_module._engine_for
+
+    def spy(*args, **kwargs):
+        built.append(make(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(trainer_module, "_engine_for", spy)
+    return built
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        dict(gpus=8, tp=2, pp=2, microbatches=2),  # each copy on four GPUs, in shards
+        dict(gpus=2, experts=4, top_k=2),  # dense parallel GPUs, a model with experts
+    ],
+    ids=["tp-pp", "experts"],
+)
+def test_copies_drift_on_the_sharded_engine_too(
+    plan: dict, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same steps, through the step interface, on the engine of every other plan: its
+    two data-parallel copies drift apart without the all-reduce and stay bit-identical
+    with it."""
+    built = _engines_built(monkeypatch)
+    cfg = RunConfig(servers=1, n_layer=2, batch_size=4, corpus_stories=200, **plan)
+    apart = train_copies(cfg, 2, False, tmp_path / "apart")
+    together = train_copies(cfg, 2, True, tmp_path / "together")
+    assert [type(e) for e in built] == [ShardedEngine, ShardedEngine]
+    assert len(apart.weights) == len(together.weights) == 2
+    assert not apart.identical and apart.max_abs_diff > 0
+    assert apart.differing > apart.n_params // 2
+    assert together.identical and together.max_abs_diff == 0.0
+    assert together.weights[0] == together.weights[1]
+
+
+def test_a_plan_with_one_copy_is_refused(tmp_path) -> None:
+    cfg = RunConfig(gpus=2, servers=1, tp=2, n_layer=2, batch_size=4, corpus_stories=200)
+    with pytest.raises(ValueError, match="at least 2 data-parallel copies .* hold 1"):
+        train_copies(cfg, 1, False, tmp_path)
