@@ -11,9 +11,8 @@ N GPUs; energy with PUE; rental cost; expected interruptions at the Llama 3 rate
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
+from app.cli.memory import print_lab_result
 from app.cli.parser import CommandParser
 from app.labs.cost import (
     DEFAULT_PUE,
@@ -23,7 +22,7 @@ from app.labs.cost import (
     estimate,
 )
 from app.labs.hardware import GPU_ALIASES, GPUS
-from app.labs.memory import FieldError, format_count
+from app.labs.memory import format_count
 
 GPU_CHOICES = sorted([*GPUS, *GPU_ALIASES])
 # The calculator's field names, as this command's options.
@@ -96,8 +95,9 @@ def render(r: EstimateResult) -> str:
 
 def estimate_main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        r = estimate(
+    return print_lab_result(
+        "estimate",
+        lambda: estimate(
             args.params,
             args.tokens,
             args.gpu,
@@ -107,13 +107,8 @@ def estimate_main(argv: list[str] | None = None) -> int:
             precision=args.precision,
             pue=args.pue,
             price_per_gpu_hour=args.price,
-        )
-    except FieldError as e:
-        name = OPTION.get(e.field, f"--{e.field.replace('_', '-')}")
-        print(f"trainingrun estimate: {name}: {e.message}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(r.to_dict(), indent=2))
-    else:
-        print(render(r))
-    return 0
+        ),
+        render,
+        as_json=args.json,
+        options=OPTION,
+    )

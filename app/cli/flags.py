@@ -17,6 +17,7 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
+from app.cli.parser import PROG, CommandParser
 from app.options import (
     Command,
     Options,
@@ -89,6 +90,15 @@ def add_settings(
     for name, on in settings_of(table, command):
         kw = argument(table, name, command, with_defaults=with_defaults)
         parser.add_argument(option(name, on), **kw)
+
+
+def settings_parser(
+    command: Command, table: type[BaseModel], description: str
+) -> argparse.ArgumentParser:
+    """The parser of a command whose options are all settings of `table` (serve, watch)."""
+    p = CommandParser(prog=f"{PROG} {command}", description=description)
+    add_settings(p, command, table)
+    return p
 
 
 def given(args: argparse.Namespace, table: type[BaseModel]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ is a module of its own beside this one, imported only when it runs."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -16,57 +17,35 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 
-def _serve(argv: list[str]) -> int:
-    from app.cli.serve import serve_main
+def _entry(name: str) -> Callable[[list[str]], int]:
+    """A command's entry point: `{name}_main` of app/cli/{name}.py, imported when it runs."""
 
-    return serve_main(argv)
+    def run(argv: list[str]) -> int:
+        module = importlib.import_module(f"app.cli.{name}")
+        main: Callable[[list[str]], int] = getattr(module, f"{name}_main")
+        return main(argv)
 
-
-def _watch(argv: list[str]) -> int:
-    from app.cli.watch import watch_main
-
-    return watch_main(argv)
-
-
-def _train(argv: list[str]) -> int:
-    from app.cli.train import train_main
-
-    return train_main(argv)
-
-
-def _record(argv: list[str]) -> int:
-    from app.cli.record import record_main
-
-    return record_main(argv)
-
-
-def _climb(argv: list[str]) -> int:
-    from app.cli.climb import climb_main
-
-    return climb_main(argv)
-
-
-def _memory(argv: list[str]) -> int:
-    from app.cli.memory import memory_main
-
-    return memory_main(argv)
-
-
-def _estimate(argv: list[str]) -> int:
-    from app.cli.estimate import estimate_main
-
-    return estimate_main(argv)
+    return run
 
 
 # name -> (one line for `trainingrun --help`, entry point); the first is the default.
 COMMANDS: dict[str, tuple[str, Callable[[list[str]], int]]] = {
-    "serve": ("serve the live training run on a web page (the default)", _serve),
-    "watch": ("show a real PyTorch distributed job that reports to this server", _watch),
-    "train": ("train headless: a progress bar, or JSON lines with --json", _train),
-    "record": ("train the story's heavy runs now and keep them, to play at a page's pace", _record),
-    "climb": ("train the tiny model 100,000 steps, a look at every tenfold, for the story", _climb),
-    "memory": ("how much GPU memory a model needs to serve and to train", _memory),
-    "estimate": ("time, GPU-hours, energy, cost and interruptions of a whole run", _estimate),
+    "serve": ("serve the live training run on a web page (the default)", _entry("serve")),
+    "watch": ("show a real PyTorch distributed job that reports to this server", _entry("watch")),
+    "train": ("train headless: a progress bar, or JSON lines with --json", _entry("train")),
+    "record": (
+        "train the story's heavy runs now and keep them, to play at a page's pace",
+        _entry("record"),
+    ),
+    "climb": (
+        "train the tiny model 100,000 steps, a look at every tenfold, for the story",
+        _entry("climb"),
+    ),
+    "memory": ("how much GPU memory a model needs to serve and to train", _entry("memory")),
+    "estimate": (
+        "time, GPU-hours, energy, cost and interruptions of a whole run",
+        _entry("estimate"),
+    ),
 }
 
 

@@ -8,10 +8,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from app.cli.parser import CommandParser
 from app.labs.hardware import GPUS, PRECISIONS
 from app.labs.memory import FieldError, MemoryResult, compute_memory, format_bytes, format_count
+
+
+class LabResult(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=LabResult)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,15 +71,35 @@ def render_table(r: MemoryResult) -> str:
     return "\n".join(lines)
 
 
-def memory_main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+def print_lab_result(
+    command: str,
+    compute: Callable[[], R],
+    render: Callable[[R], str],
+    *,
+    as_json: bool,
+    options: Mapping[str, str] | None = None,
+) -> int:
+    """A lab calculator's answer on the command line (memory, estimate): its result as text,
+    or as JSON with --json; a bad field is a one-line error naming its option (`options`
+    maps the fields whose option is not --field-name), exit status 2."""
     try:
-        result = compute_memory(args.params, args.precision, args.gpu)
+        result = compute()
     except FieldError as e:
-        print(f"trainingrun memory: --{e.field}: {e.message}", file=sys.stderr)
+        name = (options or {}).get(e.field, f"--{e.field.replace('_', '-')}")
+        print(f"trainingrun {command}: {name}: {e.message}", file=sys.stderr)
         return 2
-    if args.json:
+    if as_json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
-        print(render_table(result))
+        print(render(result))
     return 0
+
+
+def memory_main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    return print_lab_result(
+        "memory",
+        lambda: compute_memory(args.params, args.precision, args.gpu),
+        render_table,
+        as_json=args.json,
+    )

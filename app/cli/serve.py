@@ -11,8 +11,7 @@ import sys
 import threading
 import webbrowser
 
-from app.cli.flags import add_settings, read_settings
-from app.cli.parser import CommandParser
+from app.cli.flags import read_settings, settings_parser
 from app.options import plan_check, plan_names
 from app.routes.join import join_url, lan_address
 from app.run.history import record_in_use
@@ -23,14 +22,13 @@ from app.web.guard import Guard
 
 
 def build_parser(table: type[Settings] = Settings) -> argparse.ArgumentParser:
-    p = CommandParser(
-        prog="trainingrun serve",
-        description="Serve the live training run on a web page. Every option can also be set "
+    return settings_parser(
+        "serve",
+        table,
+        "Serve the live training run on a web page. Every option can also be set "
         "as a TRAININGRUN_* environment variable (e.g. TRAININGRUN_PORT=9000); the defaults "
         "below are the built-in ones.",
     )
-    add_settings(p, "serve", table)
-    return p
 
 
 def settings_from_args(argv: list[str], table: type[Settings] = Settings) -> Settings:

@@ -7,8 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from app.cli.flags import add_settings, read_settings
-from app.cli.parser import CommandParser
+from app.cli.flags import read_settings, settings_parser
 from app.cli.serve import run_server
 from app.settings import Settings
 from app.web.app import create_app
@@ -16,15 +15,14 @@ from app.web.guard import Guard
 
 
 def build_parser(table: type[Settings] = Settings) -> argparse.ArgumentParser:
-    p = CommandParser(
-        prog="trainingrun watch",
-        description="Show a real PyTorch distributed job on the page: start this, then the job "
+    return settings_parser(
+        "watch",
+        table,
+        "Show a real PyTorch distributed job on the page: start this, then the job "
         "with `from app.reporter import Reporter` (e.g. torchrun --nproc-per-node 4 "
         "examples/ddp_tiny.py --report http://127.0.0.1:8000). Options can also be set as "
         "TRAININGRUN_* environment variables.",
     )
-    add_settings(p, "watch", table)
-    return p
 
 
 def settings_from_args(argv: list[str], table: type[Settings] = Settings) -> Settings:

@@ -304,13 +304,7 @@ class ShardedModel:
     def clip(self, max_norm: float) -> float:
         """Clip by the global norm over every distinct shard (each parameter counted once);
         returns the norm before clipping."""
-        total = 0.0
-        for grads in self.grads:
-            for name, gr in grads.items():
-                for r in distinct_rows(name, self.plan):
-                    row = xp.reshape(gr[r], (-1,))
-                    total += float(xp.sum(row * row))
-        norm = math.sqrt(total)
+        norm = math.sqrt(self._sum_of_squares(self.grads))
         if norm > max_norm:
             factor = max_norm / (norm + 1e-6)
             for grads in self.grads:
@@ -319,13 +313,18 @@ class ShardedModel:
         return norm
 
     def params_l2(self) -> float:
+        return math.sqrt(self._sum_of_squares(self.params))
+
+    def _sum_of_squares(self, stages: list[dict[str, Array]]) -> float:
+        """The sum of squares of every distinct shard (each parameter counted once), added
+        up stage by stage, name by name, in a fixed order."""
         total = 0.0
-        for params in self.params:
-            for name, p in params.items():
+        for arrays in stages:
+            for name, a in arrays.items():
                 for r in distinct_rows(name, self.plan):
-                    row = xp.reshape(p[r], (-1,))
+                    row = xp.reshape(a[r], (-1,))
                     total += float(xp.sum(row * row))
-        return math.sqrt(total)
+        return total
 
     def params_per_gpu(self, s: int) -> int:
         return sum(math.prod(a.shape[1:]) for a in self.params[s].values())

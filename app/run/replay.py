@@ -19,25 +19,10 @@ from typing import Any
 
 from app.engine.config import RunConfig
 from app.protocol import EventMsg
-from app.run.pipe import (
-    CheckpointNow,
-    Close,
-    FailGpu,
-    Hold,
-    InjectFault,
-    Pace,
-    Ready,
-    Reply,
-    Request,
-    Reset,
-    RunInfo,
-    StepOnce,
-    StepReady,
-    WorkerSpec,
-    WorkerState,
-)
+from app.run import pipe
+from app.run.pipe import RunInfo, StepReady, WorkerSpec, WorkerState
 from app.run.recording import Recording, read_recording
-from app.run.worker import run_guarded
+from app.run.worker import PacedServer, run_guarded
 
 MIN_INTERVAL_S = 0.2  # at most five played steps a second
 
@@ -51,16 +36,13 @@ def recording_ended(step: int, last: int) -> EventMsg:
     )
 
 
-class Replayer:
+class Replayer(PacedServer):
+    ANSWERED = (ValueError,)
+
     def __init__(self, conn: Connection, spec: WorkerSpec, rec: Recording) -> None:
-        self.conn = conn
+        super().__init__(conn, spec.run_id, interval=1.0)
         self.rec = rec
-        self.run_id = spec.run_id
-        self.running = False
         self.wanted = False  # the runner's pace says run (the end of the recording stops it)
-        self.interval = 1.0
-        self.last_start = 0.0
-        self.closing = False
         # Where to start: the step the record reached (a restart), else the beginning.
         done = 0 if spec.fresh else (spec.resume_at_most or 0)
         self.pos = sum(1 for s in rec.steps if s.figures.step <= done)
@@ -69,6 +51,9 @@ class Replayer:
     def step(self) -> int:
         """The step the run stands at: the last one played, or where the recording opened."""
         return self.rec.steps[self.pos - 1].figures.step if self.pos else self.rec.info.step
+
+    def hello(self) -> RunInfo:
+        return self.info()
 
     def info(self) -> RunInfo:
         first = self.pos == 0
@@ -84,17 +69,9 @@ class Replayer:
     def state(self, events: list[EventMsg] | None = None) -> WorkerState:
         return WorkerState(events=events or [], step=self.step, restarts=0, checkpoints=[])
 
-    def serve(self) -> None:
-        self.conn.send(Ready(self.info()))
-        while not self.closing:
-            timeout: float | None = None
-            if self.running:
-                timeout = max(0.0, self.last_start + self.interval - time.monotonic())
-            if self.conn.poll(timeout):
-                self.handle(self.conn.recv())
-                continue
-            if self.running:
-                self.play()
+    def tick(self) -> bool:
+        self.play()
+        return True
 
     def play(self) -> None:
         self.last_start = time.monotonic()
@@ -124,35 +101,24 @@ class Replayer:
             )
         )
 
-    def handle(self, msg: Pace | Request) -> None:
-        match msg:
-            case Pace(running=running, interval_s=interval_s):
-                self.wanted = running
-                self.running = running and self.pos < len(self.rec.steps)
-                self.interval = max(MIN_INTERVAL_S, interval_s)
-            case Request(req_id=req_id, ask=ask):
-                try:
-                    result = self.answer(ask)
-                except ValueError as exc:
-                    self.conn.send(Reply(req_id, error=str(exc)))
-                    return
-                self.conn.send(Reply(req_id, result=result))
-            case _:
-                raise TypeError(f"not a message for the worker: {msg!r}")
+    def pace(self, running: bool, interval_s: float) -> None:
+        self.wanted = running
+        self.running = running and self.pos < len(self.rec.steps)
+        self.interval = max(MIN_INTERVAL_S, interval_s)
 
     def answer(self, ask: Any) -> RunInfo | WorkerState | None:
         match ask:
-            case Hold():
+            case pipe.Hold():
                 self.running = self.wanted = False
                 return None
-            case StepOnce():
+            case pipe.StepOnce():
                 if self.pos >= len(self.rec.steps):
                     raise ValueError(
                         f"the recording ends at step {self.step}: reset the run to play it again"
                     )
                 self.play()
                 return None
-            case Reset(config=config, run_id=run_id):
+            case pipe.Reset(config=config, run_id=run_id):
                 same = RunConfig.from_dict(config).to_dict() == self.rec.meta.config
                 if not same:
                     raise ValueError(
@@ -163,10 +129,10 @@ class Replayer:
                 # The first step a pace after the answer: the runner takes the new run first.
                 self.last_start = time.monotonic()
                 return self.info()
-            case Close():
+            case pipe.Close():
                 self.closing = True
                 return self.state()
-            case FailGpu() | InjectFault() | CheckpointNow():
+            case pipe.FailGpu() | pipe.InjectFault() | pipe.CheckpointNow():
                 raise ValueError(
                     "this run plays a recording of a real run: what happened in it cannot be "
                     "changed (the class run can fail a GPU)"

@@ -144,10 +144,67 @@ def open_trainer(
     )
 
 
-class Worker:
-    def __init__(self, conn: Connection, spec: WorkerSpec, parent_pid: int | None = None) -> None:
+class PacedServer:
+    """What every worker process does with its end of the pipe: it sends its run's hello,
+    steps at the pace the runner sets, and answers requests between steps. A subclass says
+    what the hello is (`hello`), what one step is (`tick`), how it takes a pace (`pace`) and
+    what each request does (`answer`)."""
+
+    # The errors of `answer` that are sent back to the runner as the request's answer;
+    # any other ends the process (run_guarded tells the runner why).
+    ANSWERED: ClassVar[tuple[type[Exception], ...]] = (Exception,)
+
+    def __init__(self, conn: Connection, run_id: str, interval: float) -> None:
         self.conn = conn
-        self.run_id = spec.run_id
+        self.run_id = run_id
+        self.running = False
+        self.interval = interval
+        self.last_start = 0.0
+        self.closing = False
+
+    def hello(self) -> RunInfo:
+        raise NotImplementedError
+
+    def tick(self) -> bool:
+        """One step while running; False: stop serving."""
+        raise NotImplementedError
+
+    def pace(self, running: bool, interval_s: float) -> None:
+        self.running, self.interval = running, interval_s
+
+    def answer(self, ask: Any) -> RunInfo | WorkerState | None:
+        raise NotImplementedError
+
+    def serve(self) -> None:
+        self.conn.send(Ready(self.hello()))
+        while not self.closing:
+            timeout: float | None = None
+            if self.running:
+                timeout = max(0.0, self.last_start + self.interval - time.monotonic())
+            if self.conn.poll(timeout):
+                self.handle(self.conn.recv())
+                continue
+            if self.running and not self.tick():
+                return
+
+    def handle(self, msg: Pace | Request) -> None:
+        match msg:
+            case Pace(running=running, interval_s=interval_s):
+                self.pace(running, interval_s)
+            case Request(req_id=req_id, ask=ask):
+                try:
+                    result = self.answer(ask)
+                except self.ANSWERED as exc:
+                    self.conn.send(Reply(req_id, error=str(exc) or exc.__class__.__name__))
+                    return
+                self.conn.send(Reply(req_id, result=result))
+            case _:
+                raise TypeError(f"not a message for the worker: {msg!r}")
+
+
+class Worker(PacedServer):
+    def __init__(self, conn: Connection, spec: WorkerSpec, parent_pid: int | None = None) -> None:
+        super().__init__(conn, spec.run_id, interval=0.0)
         self.run_dir = spec.run_dir
         self.parent_pid = parent_pid
         self.trainer = open_trainer(
@@ -157,28 +214,19 @@ class Worker:
             run_id=self.run_id,
             resume_at_most=spec.resume_at_most,
         )
-        self.running = False
-        self.interval = 0.0
-        self.last_start = 0.0
-        self.closing = False
 
     def parent_alive(self) -> bool:
         # Where the parent-death signal is not available, a changed parent pid is the sign.
         return self.parent_pid is None or os.getppid() == self.parent_pid
 
-    def serve(self) -> None:
-        self.conn.send(Ready(run_info(self.trainer, self.run_id)))
-        while not self.closing:
-            timeout: float | None = None
-            if self.running:
-                timeout = max(0.0, self.last_start + self.interval - time.monotonic())
-            if self.conn.poll(timeout):
-                self.handle(self.conn.recv())
-                continue
-            if self.running:
-                if not self.parent_alive():
-                    return  # nobody would record the step
-                self.do_step()
+    def hello(self) -> RunInfo:
+        return run_info(self.trainer, self.run_id)
+
+    def tick(self) -> bool:
+        if not self.parent_alive():
+            return False  # nobody would record the step
+        self.do_step()
+        return True
 
     def do_step(self) -> None:
         self.last_start = time.monotonic()
@@ -223,19 +271,8 @@ class Worker:
             )
         )
 
-    def handle(self, msg: Pace | Request) -> None:
-        match msg:
-            case Pace(running=running, interval_s=interval_s):
-                self.running, self.interval = running, interval_s
-            case Request(req_id=req_id, ask=ask):
-                try:
-                    result = self._ASKS[type(ask)](self, ask)
-                except Exception as exc:
-                    self.conn.send(Reply(req_id, error=str(exc) or exc.__class__.__name__))
-                    return
-                self.conn.send(Reply(req_id, result=result))
-            case _:
-                raise TypeError(f"not a message for the worker: {msg!r}")
+    def answer(self, ask: Any) -> RunInfo | WorkerState | None:
+        return self._ASKS[type(ask)](self, ask)
 
     # --- requests: one method per kind of Ask ---------------------------------------------
 
