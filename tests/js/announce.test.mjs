@@ -38,3 +38,16 @@ test('the latest step, at most once every few seconds', async () => {
   assert.match(region.textContent, /^Step 4: loss 3\.600/); // then the latest, not each one
   delete globalThis.document;
 });
+
+test('the step in a paragraph: one GPU averages nothing, many average round the ring', async () => {
+  const { stepWords } = await import('../../static/js/ui/describe.js');
+  const probe = { top: [{ token: ' time', p: 0.42 }] };
+  const one = stepWords({ hello: { config: { gpus: 1 } }, step: { step: 12, loss: 2.5, probe } });
+  assert.match(one, /^Step 12: one GPU guessed .* nothing to average\. Loss now 2\.500\. .*" time" .*\(42%\)\.$/);
+  assert.doesNotMatch(one, /1 GPUs/);
+  const many = stepWords({
+    hello: { topology: { gpus: Array(8).fill({}) } },
+    step: { step: 1024, loss: 2.5, probe, ring: { passes: 14, bytes_per_gpu: 9360 } },
+  });
+  assert.match(many, /^Step 1,024: 8 GPUs each guessed .* in 14 passes, 9\.4 KB sent by each GPU\./);
+});

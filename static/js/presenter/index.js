@@ -131,7 +131,7 @@ export function mountPresenter({ store, send, actions, overlays, getTour, getLab
     presentBtn.setAttribute('aria-pressed', String(presenting));
     const n = store.state.followers ?? 0;
     count.hidden = !presenting;
-    count.textContent = n === 1 ? word('followersOne') : word('followers', { n });
+    count.textContent = word('followers', { n });
     joinToggle.hidden = !presenting;
     joinToggle.textContent = joinShown ? word('joinHide') : word('joinShow');
     joinToggle.setAttribute('aria-expanded', String(joinShown));

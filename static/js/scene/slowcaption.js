@@ -4,6 +4,7 @@
 // hand-off · Waiting for a turn"). It is the scene's own element (the page shell only hosts
 // it) and is styled by static/css/scene.css, linked from here.
 
+import { t } from '../i18n/lang.js';
 import { KIND_MEANING } from './palette.js';
 import { alsoText, stepText } from './steptext.js';
 
@@ -45,7 +46,7 @@ export function mountSlowCaption(store) {
   const also = div('slowmo-also', box);
   also.hidden = true;
   const hint = div('slowmo-hint', box);
-  hint.textContent = 'Esc or O: back to full speed';
+  hint.textContent = t('Esc or O: back to full speed');
   document.body.append(box);
 
   let shownKey = '';
@@ -67,22 +68,22 @@ export function mountSlowCaption(store) {
     }
     also.hidden = true;
     if (waiting) {
-      meta.textContent = 'Slow motion';
+      meta.textContent = t('Slow motion');
       swatch.dataset.kind = '';
       name.textContent = '';
-      text.textContent = 'waiting for the next step to arrive…';
+      text.textContent = t('waiting for the next step to arrive…');
       Object.assign(state, { kind: null, caption: text.textContent, also: '', index: -1, count: 0, step: null, waiting: true });
       return;
     }
-    const t = stepText(kind);
+    const w = stepText(kind);
     const stepNo = frame.step?.step;
-    meta.textContent = `Slow motion · step ${stepNo ?? '–'} · ${frame.blockIndex + 1} of ${frame.blockCount}`;
+    meta.textContent = t('Slow motion · step {step} · {i} of {n}', { step: stepNo ?? '–', i: frame.blockIndex + 1, n: frame.blockCount });
     swatch.dataset.kind = kind;
     const colour = frame.palette?.[KIND_COLOUR[kind]];
     swatch.style.background = colour || 'transparent';
     swatch.style.borderColor = colour || frame.palette?.text || '#fff';
-    name.textContent = `${t.name}: `;
-    text.textContent = t.caption;
+    name.replaceChildren(w.name, ': ');
+    text.textContent = w.caption;
     // A planned step's block: what else goes on at the same time.
     // So does a data-parallel backward with gradient buckets all-reduced beside it.
     const beside = frame.block?.kinds?.has('allreduce_hidden');
@@ -91,7 +92,7 @@ export function mountSlowCaption(store) {
     // Each name in an element of its own, so another language's words find each one.
     also.replaceChildren(
       ...(others
-        ? ['also: ', ...others.split(' · ').flatMap((n, i) => {
+        ? [t('also:'), ' ', ...others.split(' · ').flatMap((n, i) => {
           const span = document.createElement('span');
           span.textContent = n;
           return i ? [' · ', span] : [span];
@@ -100,7 +101,7 @@ export function mountSlowCaption(store) {
     );
     Object.assign(state, {
       kind,
-      caption: `${t.name}: ${t.caption}`,
+      caption: `${w.name}: ${w.caption}`,
       also: others,
       index: frame.blockIndex,
       count: frame.blockCount,

@@ -2,12 +2,15 @@
 // all do exactly the same thing. Each action updates the store (the state tests and other
 // modules read) and drives the stage when there is one (there is none without WebGL).
 
+import { t } from '../i18n/lang.js';
+
 const ROTATE_STEP = Math.PI / 18; // 10 degrees per arrow press
 const ZOOM_STEP = 1.15;
 
 // Said wherever a control needs the presenter's rights and this page does not have them.
 export const NEEDS_PRESENTER =
   'Only the presenter can start a new run: open the page with the presenter’s link (it carries the token)';
+export const needsPresenter = () => t('Only the presenter can start a new run: open the page with the presenter’s link (it carries the token)');
 
 export function createActions({ store, getStage, send, watch, key, overlays, getTour, getLabs, panels }) {
   const camera = { azimuth: 0, polar: 0, zoom: 1, moves: 0 };
@@ -17,7 +20,7 @@ export function createActions({ store, getStage, send, watch, key, overlays, get
 
   function control(action, extra = {}) {
     if (!send({ type: 'control', action, ...extra })) {
-      overlays.toast('Not connected to the run, so that was not sent', 'error');
+      overlays.toast(t('Not connected to the run, so that was not sent'), 'error');
       return false;
     }
     return true;
@@ -93,7 +96,7 @@ export function createActions({ store, getStage, send, watch, key, overlays, get
       if (document.fullscreenElement) document.exitFullscreen?.().catch(() => {});
       else
         document.documentElement.requestFullscreen?.().catch(() => {
-          overlays.toast('This browser would not go full screen', 'warn');
+          overlays.toast(t('This browser would not go full screen'), 'warn');
         });
     },
     toggleProjector() {
@@ -105,7 +108,7 @@ export function createActions({ store, getStage, send, watch, key, overlays, get
     },
     stepOnce() {
       if (store.state.status?.state !== 'paused') {
-        overlays.toast('Pause first (P), then N runs one step at a time', 'info', 3500);
+        overlays.toast(t('Pause first (P), then N runs one step at a time'), 'info', 3500);
         return;
       }
       control('step');
@@ -120,7 +123,7 @@ export function createActions({ store, getStage, send, watch, key, overlays, get
       const gpus = store.state.hello?.topology?.gpus ?? [];
       const live = gpus.map((g) => g.id).filter((id) => !store.state.failedGpus.has(id));
       if (!live.length) {
-        overlays.toast('No GPU is up to fail right now', 'info');
+        overlays.toast(t('No GPU is up to fail right now'), 'info');
         return;
       }
       const gpu = live[Math.floor(Math.random() * live.length)];
@@ -130,7 +133,7 @@ export function createActions({ store, getStage, send, watch, key, overlays, get
      * block by block, each block named in a caption; the stage turns it off when done. */
     slowStep() {
       if (!store.state.slowMotion && !stage()) {
-        overlays.toast('Slow motion needs the 3D scene, which this browser cannot draw', 'info', 3500);
+        overlays.toast(t('Slow motion needs the 3D scene, which this browser cannot draw'), 'info', 3500);
         return;
       }
       store.set('slowMotion', !store.state.slowMotion);
@@ -153,7 +156,7 @@ export function createActions({ store, getStage, send, watch, key, overlays, get
     /** A fresh run on the same cluster at step 0, lesson pace, the tour at its first stop. */
     startLesson() {
       if (!actions.canControl()) {
-        overlays.toast(NEEDS_PRESENTER, 'info', 5000);
+        overlays.toast(needsPresenter(), 'info', 5000);
         return false;
       }
       if (!control('reset')) return false;
@@ -185,7 +188,7 @@ export function createActions({ store, getStage, send, watch, key, overlays, get
     /** Start a new run; `choice` may name seed, preset, gpus and servers (the rest stays). */
     newRun(choice = {}) {
       if (!actions.canControl()) {
-        overlays.toast(NEEDS_PRESENTER, 'info', 5000);
+        overlays.toast(needsPresenter(), 'info', 5000);
         return false;
       }
       return control('reset', choice);
@@ -203,7 +206,7 @@ export function createActions({ store, getStage, send, watch, key, overlays, get
       const tour = getTour();
       if (!tour) return;
       if (!store.state.tour.active) {
-        overlays.toast('“More” belongs to a tour stop: start the tour (T) first', 'info', 3500);
+        overlays.toast(t('“More” belongs to a tour stop: start the tour (T) first'), 'info', 3500);
         return;
       }
       tour.setMore(!store.state.tourMore);

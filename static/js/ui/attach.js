@@ -5,16 +5,15 @@
 // cluster, not simulated: the tagline and a badge by the stats (the HUD says it over the step's
 // times); the probe panel and the model lens, which only the built-in model has, step aside.
 
-import { el, fmtCount, fmtInt } from './format.js';
-
-export const MEASURED = 'measured on your cluster';
+import { t } from '../i18n/lang.js';
+import { el } from './format.js';
 
 export function mountAttach(store) {
   const box = el(
     'section',
     { class: 'attach-wait', id: 'attach-wait', role: 'status', 'aria-live': 'polite', hidden: true },
   );
-  const title = el('h2', { text: 'Waiting for a run to attach' });
+  const title = el('h2', { text: t('Waiting for a run to attach') });
   box.append(title);
   const message = el('p', { class: 'attach-message' });
   const command = el('code', { class: 'attach-command' });
@@ -22,8 +21,7 @@ export function mountAttach(store) {
   document.body.append(box);
 
   const badge = el('div', { class: 'stat attach-badge', id: 'attach-badge', hidden: true, title: '' });
-  const badgeWords = el('span', { class: 'v', text: MEASURED });
-  badge.append(el('span', { class: 'k', text: 'every number' }), badgeWords);
+  badge.append(el('span', { class: 'k', text: t('every number') }), el('span', { class: 'v', text: t('measured on your cluster') }));
   document.querySelector('.topbar .stats')?.append(badge);
 
   const tagline = document.querySelector('.topbar .tagline');
@@ -41,12 +39,12 @@ export function mountAttach(store) {
     if (!waiting) return;
     if (attachedBefore) {
       // Small, out of the way: only that the job went quiet, its picture stays.
-      title.textContent = 'The job has stopped reporting';
+      title.textContent = t('The job has stopped reporting');
       message.textContent = (msg.message ?? '').split(' Waiting for a run to attach')[0];
       command.hidden = true;
       return;
     }
-    title.textContent = 'Waiting for a run to attach';
+    title.textContent = t('Waiting for a run to attach');
     // The box's title already says it is waiting: the message goes on from there.
     const text = (msg.message ?? '').replace(/^Waiting for a run to attach:\s*/, '');
     const at = text.indexOf('torchrun ');
@@ -63,11 +61,12 @@ export function mountAttach(store) {
     if (measured) document.body.classList.remove('attach-waiting');
     if (probe) probe.hidden = measured;
     // Only a change is written: the line read at the start may be in another language already.
-    const line = measured ? `A real PyTorch job, ${MEASURED}` : taglineText;
+    const line = measured ? t('A real PyTorch job, measured on your cluster') : taglineText;
     if (tagline && tagline.textContent !== line) tagline.textContent = line;
     if (measured) {
       const a = hello.attached ?? {};
-      badge.title = `${fmtInt(a.world_size)} ranks on ${fmtCount(a.nodes, 'machine')} (${(a.hosts ?? []).join(', ')}), ${a.backend} on ${a.device}`;
+      const v = { ranks: a.world_size, n: a.nodes, hosts: (a.hosts ?? []).join(', '), backend: a.backend, device: a.device };
+      badge.title = t(['{ranks} ranks on {n} machine ({hosts}), {backend} on {device}', '{ranks} ranks on {n} machines ({hosts}), {backend} on {device}'], v, a.nodes);
     }
   }
 

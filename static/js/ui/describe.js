@@ -4,10 +4,30 @@
 // new description is spoken at most every MIN_GAP_MS; a paused run's single steps (N) and
 // every tour stop (the caption region) are spoken as they come.
 
-import { fillTemplate, liveValues } from './live.js';
-import { word } from './words.js';
+import { t } from '../i18n/lang.js';
+import { bytes, loss, percent, whole } from '../i18n/units.js';
+import { lastProbe } from './live.js';
 
 const MIN_GAP_MS = 12000;
+
+/** The step in one paragraph for a screen reader, from the page's state. */
+export function stepWords(s) {
+  const step = s.step;
+  const top = step?.probe?.top?.[0] ?? lastProbe(s)?.top?.[0];
+  const gpus = s.hello?.topology?.gpus?.length ?? s.hello?.config?.gpus;
+  const v = {
+    step: whole(s.status?.step ?? step?.step),
+    gpus: whole(gpus),
+    passes: whole(step?.ring?.passes),
+    bytes: bytes(step?.ring?.bytes_per_gpu),
+    loss: loss(step?.loss ?? s.status?.loss),
+    word: top ? top.token : '…',
+    p: top ? percent(top.p) : '–',
+  };
+  return gpus === 1
+    ? t('Step {step}: one GPU guessed the next words for the whole batch and worked back to its nudges; with one GPU there is nothing to average. Loss now {loss}. The model bets on "{word}" after "Once upon a" ({p}).', v)
+    : t('Step {step}: {gpus} GPUs each guessed the next words for their slice of the batch and worked back to their nudges; the ring averaged them in {passes} passes, {bytes} sent by each GPU. Loss now {loss}. The model bets on "{word}" after "Once upon a" ({p}).', v);
+}
 
 export function mountStepWords(store) {
   const region = document.createElement('p');
@@ -20,7 +40,7 @@ export function mountStepWords(store) {
   let last = 0;
 
   function say() {
-    const text = fillTemplate(word('stepWords'), liveValues(store));
+    const text = stepWords(store.state);
     if (text !== region.textContent) region.textContent = text;
   }
 

@@ -7,15 +7,15 @@
 
 import { TraceView } from '../scene/trace.js';
 import { activeFaults } from '../store.js';
-import { t } from '../i18n/lang.js';
-import { el, fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds, fmtSpeed } from './format.js';
+import { num, t, tr } from '../i18n/lang.js';
+import { percent, rate, seconds as secs, whole } from '../i18n/units.js';
+import { el, fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds } from './format.js';
 
 // The groups that move data between GPUs and add to the step (app/engine/lens.py COMMUNICATION).
 const COMMUNICATION = ['tensor', 'experts', 'allreduce'];
 // Cluster sizes the lens offers beside the live one (the scale field's sizes that every
 // preset model's default plan divides).
 const LENS_GPUS = [1024, 16384];
-const pct = (x) => `${Math.round(100 * x)}%`;
 
 /** What bounds a step, from its shares of the bar: the lens's own rule (lens.py `explain`),
  * so the live step and a lens step are judged alike. */
@@ -37,35 +37,29 @@ export function boundOf(shares) {
 /** Why the live step looks as it does, in one or two sentences, from its own shares. */
 export function liveWhy(shares, nParams, faulted = false) {
   const { bound, comm } = boundOf(shares);
-  const weights = `${fmtInt(nParams)} weights`;
+  const v = { weights: whole(nParams), comm: percent(comm), compute: percent(shares.compute ?? 0), wait: percent(shares.wait ?? 0), share: percent(shares[bound] ?? 0) };
   if (bound === 'communication') {
-    return (
-      `Communication-bound: ${pct(comm)} of the step moves data, compute is ${pct(shares.compute ?? 0)}. ` +
-      `This model has only ${weights}, so each GPU's maths is over in microseconds, while every ` +
-      'message round the ring still pays the network’s fixed delay per hop. Pick a real model size above to see the opposite.'
-    );
+    return t("Communication-bound: {comm} of the step moves data, compute is {compute}. This model has only {weights} weights, so each GPU's maths is over in microseconds, while every message round the ring still pays the network’s fixed delay per hop. Pick a real model size above to see the opposite.", v);
   }
   if (bound === 'compute') {
-    return (
-      `Compute-bound: forward and backward take ${pct(shares.compute ?? 0)} of the step; communication adds ${pct(comm)}. ` +
-      `Even ${weights} pay a fixed launch cost for every kernel, and few GPUs make the ring short.`
-    );
+    return t('Compute-bound: forward and backward take {compute} of the step; communication adds {comm}. Even {weights} weights pay a fixed launch cost for every kernel, and few GPUs make the ring short.', v);
   }
   if (bound === 'pipeline bubble') {
-    return (
-      `Waiting-bound: the GPUs sit idle for ${pct(shares.wait ?? 0)} of the step, ` +
-      (faulted ? 'held up by the fault above.' : 'waiting for their data or for one another.')
-    );
+    return faulted
+      ? t('Waiting-bound: the GPUs sit idle for {wait} of the step, held up by the fault above.', v)
+      : t('Waiting-bound: the GPUs sit idle for {wait} of the step, waiting for their data or for one another.', v);
   }
-  return `${bound[0].toUpperCase()}${bound.slice(1)} takes the largest share of this step (${pct(shares[bound] ?? 0)}).`;
+  if (bound === 'data') return t('Data takes the largest share of this step ({share}).', v);
+  if (bound === 'update') return t('Update takes the largest share of this step ({share}).', v);
+  return t('Checkpoint takes the largest share of this step ({share}).', v);
 }
 
 /** "7.1 × 10^18 operations (6 × 70.6 B weights × 16.8 M tokens)" for a lens result: the
  * weights each token uses (a mixture of experts uses only some). */
-function flopsWords(r) {
+function flopsValues(r) {
   const flops = 6 * r.active_params * r.tokens_per_step;
   const exp = Math.floor(Math.log10(flops));
-  return `${(flops / 10 ** exp).toFixed(1)} × 10^${exp} operations (6 × ${fmtRate(r.active_params)} weights × ${fmtRate(r.tokens_per_step)} tokens)`;
+  return { flops: num(flops / 10 ** exp, 1), exp, params: rate(r.active_params), tokens: rate(r.tokens_per_step) };
 }
 
 // Tiny groups still get a sliver so the bar never hides that they happen.
@@ -73,36 +67,40 @@ const MIN_SHARE = 0.015;
 // Where overlapping kinds go when the trace reader sums groups: out of the bar's sum.
 const BESIDE = '~beside';
 
-const SCHEDULE_WORDS = {
-  '1f1b': { short: '1F1B', long: 'one forward, one backward (1F1B)' },
-  gpipe: { short: 'GPipe', long: 'all forwards, then all backwards (GPipe)' },
-};
-
-const plural = (n, one, many) => `${fmtInt(n)} ${n === 1 ? one : many}`;
+const SCHEDULE_SHORT = { '1f1b': '1F1B', gpipe: 'GPipe' };
+const scheduleLong = (s) => ({ '1f1b': t('one forward, one backward (1F1B)'), gpipe: t('all forwards, then all backwards (GPipe)') })[s] ?? s;
 
 /** The plan in words: {layout, parts, detail}, e.g. "2 copies × 2-way tensor split ×
  * 2 pipeline stages" (parts: each factor on its own) and "4 microbatches, 1F1B". */
 export function planWords(plan) {
   if (!plan) return { layout: '', parts: [], detail: '' };
   const { dp = 1, tp = 1, pp = 1, ep = 1, microbatches = 1, schedule = '1f1b', experts = 0, top_k: topK = 1 } = plan;
-  const parts = [plural(dp, 'copy', 'copies')];
-  if (tp > 1) parts.push(`${tp}-way tensor split`);
-  if (pp > 1) parts.push(plural(pp, 'pipeline stage', 'pipeline stages'));
   // Expert parallelism shares the experts out within the copies (ep divides dp): the copies
   // then hold the rest of the model whole, but not all of the experts.
   const split = experts > 0 && ep > 1;
-  if (tp === 1 && pp === 1) parts[0] += split ? ' (data parallel)' : dp === 1 ? ' of the whole model' : ' of the whole model (data parallel)';
+  const n = dp;
+  const parts = [
+    tp > 1 || pp > 1
+      ? t(['{n} copy', '{n} copies'], { n }, n)
+      : split
+        ? t(['{n} copy (data parallel)', '{n} copies (data parallel)'], { n }, n)
+        : n === 1
+          ? t('{n} copy of the whole model', { n })
+          : t('{n} copies of the whole model (data parallel)', { n }),
+  ];
+  if (tp > 1) parts.push(t('{n}-way tensor split', { n: tp }));
+  if (pp > 1) parts.push(t(['{n} pipeline stage', '{n} pipeline stages'], { n: pp }, pp));
   const layout = parts.join(' × ');
-  const steps = [];
-  if (microbatches > 1) steps.push(plural(microbatches, 'microbatch', 'microbatches'));
-  if (pp > 1) steps.push((SCHEDULE_WORDS[schedule] ?? { short: schedule }).short);
-  const detail = [];
+  const sched = pp > 1 ? SCHEDULE_SHORT[schedule] ?? schedule : '';
+  const mb = { n: microbatches, schedule: sched };
+  const steps = microbatches > 1 ? (sched ? t('{n} microbatches, {schedule}', mb) : t('{n} microbatches', mb)) : sched;
+  let detail = steps;
   if (experts > 0) {
-    const where = split ? `${experts / ep} on each GPU (shared out over ${ep} GPUs)` : 'all of them on every GPU';
-    detail.push(`${plural(experts, 'expert', 'experts')} per layer, each token to its top ${topK}, ${where}`);
+    const v = { n: experts, k: topK, each: experts / ep, ep, steps };
+    if (split) detail = steps ? t('{n} experts per layer, each token to its top {k}, {each} on each GPU (shared out over {ep} GPUs); {steps}', v) : t('{n} experts per layer, each token to its top {k}, {each} on each GPU (shared out over {ep} GPUs)', v);
+    else detail = steps ? t('{n} experts per layer, each token to its top {k}, all of them on every GPU; {steps}', v) : t('{n} experts per layer, each token to its top {k}, all of them on every GPU', v);
   }
-  if (steps.length) detail.push(steps.join(', '));
-  return { layout, parts, detail: detail.join('; ') };
+  return { layout, parts, detail };
 }
 
 /** The kinds of traffic a step moved between GPUs: [{kind, group, label, bytes}], in the
@@ -131,12 +129,11 @@ export function mountHud(store) {
     panel: document.querySelector('.time-panel'),
   };
   const title = nodes.panel?.querySelector('.panel-head h2');
-  // Written here, not read back from the page: another language has put its own words there.
-  const liveTitle = 'One step, simulated';
+  const liveTitle = t('One step, simulated');
   // The lens: which model, on which cluster; the step shown and why it looks as it does.
-  const lensModel = el('select', { id: 'lens-model', 'aria-label': 'Model size the step is shown for' }, el('option', { value: '', text: 'the live tiny model' }));
-  const lensGpus = el('select', { id: 'lens-gpus', 'aria-label': 'Cluster the step is priced on' });
-  const lensRow = el('div', { class: 'lens-row', role: 'group', 'aria-label': 'Model lens' }, el('span', { text: 'Show the step for' }), lensModel, el('span', { text: 'on' }), lensGpus);
+  const lensModel = el('select', { id: 'lens-model', 'aria-label': t('Model size the step is shown for') }, el('option', { value: '', text: t('the live tiny model') }));
+  const lensGpus = el('select', { id: 'lens-gpus', 'aria-label': t('Cluster the step is priced on') });
+  const lensRow = el('div', { class: 'lens-row', role: 'group', 'aria-label': t('Model lens') }, el('span', { text: t('Show the step for') }), lensModel, el('span', { text: t('on') }), lensGpus);
   const which = el('p', { class: 'time-which', id: 'time-which' });
   const why = el('p', { class: 'time-why', id: 'time-why' });
   const hiddenNote = el('p', { class: 'time-hidden', id: 'time-hidden', hidden: true });
@@ -227,10 +224,12 @@ export function mountHud(store) {
     const s = store.state;
     const st = s.status;
     if (s.connection !== 'open' && !st) {
-      nodes.state.textContent = s.connection === 'lost' ? 'reconnecting' : 'connecting';
+      nodes.state.textContent = s.connection === 'lost' ? t('reconnecting') : t('connecting');
     } else if (st) {
-      const speed = st.state === 'running' ? ` · ${fmtSpeed(st.speed)}` : '';
-      nodes.state.textContent = `${st.state}${speed}`;
+      const sp = st.speed;
+      const speed = sp === 'lesson' ? t('lesson pace') : sp === 'max' ? t('full speed') : t(['{n} step/s', '{n} steps/s'], { n: sp }, sp);
+      const words = { paused: t('paused'), resting: t('resting'), waiting: t('waiting') };
+      nodes.state.textContent = st.state === 'running' ? t('running · {speed}', { speed }) : words[st.state] ?? st.state;
       nodes.state.dataset.state = st.state;
     }
     const step = s.step;
@@ -255,19 +254,19 @@ export function mountHud(store) {
     const seconds = groupSeconds(step.trace);
     const total = drawBar(seconds, 'live');
     const sent = {};
-    for (const t of planTraffic(store.state.hello, step.plan_stats)) sent[t.group] = (sent[t.group] ?? 0) + t.bytes;
+    for (const x of planTraffic(store.state.hello, step.plan_stats)) sent[x.group] = (sent[x.group] ?? 0) + x.bytes;
     for (const g of groups) legendBytes[g.id].textContent = sent[g.id] ? fmtBytes(sent[g.id]) : '';
     segs.data?.classList.toggle('waited', Boolean(step.loader?.waited));
-    nodes.total.textContent = `${fmtSeconds(step.sim_step_s ?? total)} simulated · ${fmtSeconds(step.wall_step_s)} here`;
+    nodes.total.textContent = t('{sim} simulated · {here} here', { sim: secs(step.sim_step_s ?? total), here: secs(step.wall_step_s) });
     const h = store.state.hello;
-    which.textContent = `Live step ${fmtInt(step.step)} of the tiny model (${fmtInt(h?.n_params)} weights) on this ${fmtInt(h?.config?.gpus)}-GPU cluster`;
+    which.textContent = t('Live step {step} of the tiny model ({weights} weights) on this {gpus}-GPU cluster', { step: whole(step.step), weights: whole(h?.n_params), gpus: whole(h?.config?.gpus) });
     const faulted = activeFaults(store.state.faults, step.step).length > 0;
     why.textContent = liveWhy(shareOf(seconds, total), h?.n_params, faulted);
     if (h?.measured) {
       // An attached real job (ui/attach.js): every figure was measured there, none simulated.
-      if (title) title.textContent = 'One step, measured';
-      nodes.total.textContent = `${fmtSeconds(step.wall_step_s)} measured on your cluster`;
-      which.textContent = `Step ${fmtInt(step.step)} of your job: ${fmtInt(h.attached?.world_size)} ranks, ${fmtInt(h.n_params)} weights`;
+      if (title) title.textContent = t('One step, measured');
+      nodes.total.textContent = t('{time} measured on your cluster', { time: secs(step.wall_step_s) });
+      which.textContent = t('Step {step} of your job: {ranks} ranks, {weights} weights', { step: whole(step.step), ranks: whole(h.attached?.world_size), weights: whole(h.n_params) });
       why.textContent = '';
     }
   }
@@ -316,7 +315,7 @@ export function mountHud(store) {
     hiddenNote.hidden = !(hidden > 0);
     if (hidden > 0) {
       const exposed = seconds.allreduce ?? 0;
-      hiddenNote.textContent = `All-reduce hidden under backward: ${fmtSeconds(hidden)} (not added to the step) · exposed: ${fmtSeconds(exposed)}`;
+      hiddenNote.textContent = t('All-reduce hidden under backward: {hidden} (not added to the step) · exposed: {exposed}', { hidden: secs(hidden), exposed: secs(exposed) });
     }
     for (const g of groups) {
       const v = seconds[g.id] ?? 0;
@@ -374,10 +373,10 @@ export function mountHud(store) {
     const h = store.state.hello;
     const m = lensModels?.models?.[lens.model];
     nodes.panel?.classList.add('lensing');
-    if (title) title.textContent = `What this step would cost for a ${m?.label ?? lens.model} model`;
+    if (title) title.textContent = t('What this step would cost for a {model} model', { model: m?.label ?? lens.model });
     const r = lensResult;
     if (!r || r.error) {
-      which.textContent = r?.error ? `The lens cannot price this: ${r.error}` : 'Working it out…';
+      which.textContent = r?.error ? t('The lens cannot price this: {error}', { error: tr(r.error) }) : t('Working it out…');
       why.textContent = '';
       return;
     }
@@ -385,13 +384,14 @@ export function mountHud(store) {
     drawBar(r.groups, `lens:${r.model}:${r.gpus}`);
     segs.data?.classList.remove('waited');
     const plan = `tp ${r.plan.tp} × pp ${r.plan.pp} × dp ${r.plan.dp}${r.plan.ep > 1 ? ` × ep ${r.plan.ep}` : ''}`;
-    nodes.total.textContent = `${fmtSeconds(r.step_s)} a step · ${pct(r.mfu)} of peak end to end`;
-    which.textContent =
-      `Not the live run: one step of ${r.label} (${fmtRate(r.params)} weights, ${fmtRate(r.tokens_per_step)} tokens a step) ` +
-      `on ${fmtInt(r.gpus)}× ${r.gpu}, plan ${plan}${r.fits ? '' : ' — it would not fit in their memory'}, by the same timing rules`;
-    why.textContent = `${r.why} Each step is ${flopsWords(r)}, so the GPUs compute for ${fmtSeconds(r.groups.compute)}; most of the all-reduce hides under the backward pass.`;
+    nodes.total.textContent = t('{time} a step · {mfu} of peak end to end', { time: secs(r.step_s), mfu: percent(r.mfu) });
+    const v = { model: r.label, params: rate(r.params), tokens: rate(r.tokens_per_step), gpus: whole(r.gpus), gpu: r.gpu, plan };
+    which.textContent = r.fits
+      ? t('Not the live run: one step of {model} ({params} weights, {tokens} tokens a step) on {gpus}× {gpu}, plan {plan}, by the same timing rules', v)
+      : t('Not the live run: one step of {model} ({params} weights, {tokens} tokens a step) on {gpus}× {gpu}, plan {plan} — it would not fit in their memory, by the same timing rules', v);
+    why.textContent = t('{why} Each step is {flops} × 10^{exp} operations (6 × {params} weights × {tokens} tokens), so the GPUs compute for {compute}; most of the all-reduce hides under the backward pass.', { why: tr(r.why), compute: secs(r.groups.compute), ...flopsValues(r) });
     why.title = (r.assumptions ?? []).join('\n');
-    nodes.assumption.textContent = `Assumed: ${r.assumptions?.[0] ?? ''} (all ${fmtInt(r.assumptions?.length)} assumptions: hover the sentence above)`;
+    nodes.assumption.textContent = t('Assumed: {first} (all {n} assumptions: hover the sentence above)', { first: tr(r.assumptions?.[0] ?? ''), n: whole(r.assumptions?.length) });
     nodes.assumption.title = [...(r.sources ?? [])].join('\n');
   }
 
@@ -450,7 +450,7 @@ export function mountHud(store) {
     if (!h) return;
     if (h.measured) {
       // An attached real job: nothing is assumed, every figure was measured (ui/attach.js).
-      nodes.assumption.textContent = h.preset?.label ?? 'Measured on your cluster';
+      nodes.assumption.textContent = h.preset?.label ?? t('Measured on your cluster');
       nodes.assumption.title = (h.attached?.hosts ?? []).join('\n');
       return;
     }
@@ -458,17 +458,17 @@ export function mountHud(store) {
     const gpus = h.topology?.gpus?.length ?? h.config?.gpus;
     // The GPU's name is a name: the same in every language.
     const parts = [el('span', { translate: 'no', lang: 'en', text: `${gpus}× ${p.gpu ?? p.label ?? 'GPU'}` })];
-    if (p.mfu) parts.push(`${Math.round(p.mfu * 100)}% utilisation`);
+    if (p.mfu) parts.push(t('{pct} utilisation', { pct: percent(p.mfu) }));
     // The preset's *_gbps fields are gigabytes per second, one direction, per GPU.
-    if (p.nvlink_gbps) parts.push(`NVLink ${Math.round(p.nvlink_gbps)} GB/s`);
-    if (p.network_gbps) parts.push(`network ${Math.round(p.network_gbps)} GB/s per GPU`);
+    if (p.nvlink_gbps) parts.push(t('NVLink {bw}', { bw: `${whole(p.nvlink_gbps)} GB/s` }));
+    if (p.network_gbps) parts.push(t('network {bw} per GPU', { bw: `${whole(p.network_gbps)} GB/s` }));
     // Mixed precision: the gradients travel in BF16, whatever the tiny model computes in.
-    if (p.grad_wire_bytes) parts.push(`gradients sent as BF16 (${p.grad_wire_bytes} bytes each)`);
-    // Each part an element of its own, so another language's words find each one.
+    if (p.grad_wire_bytes) parts.push(t('gradients sent as BF16 ({n} bytes each)', { n: p.grad_wire_bytes }));
     nodes.assumption.replaceChildren(
-      'Assumed hardware: ',
+      t('Assumed hardware:'),
+      ' ',
       ...parts.flatMap((part, i) => [...(i ? [' · '] : []), typeof part === 'string' ? el('span', { text: part }) : part]),
-      ...(p.sources?.length ? [' (public specs)'] : []),
+      ...(p.sources?.length ? [' ', t('(public specs)')] : []),
     );
     nodes.assumption.title = (p.sources ?? []).join('\n');
   }
@@ -508,10 +508,10 @@ function buildPlanCard(root) {
   const layout = el('p', { class: 'plan-layout' });
   const detail = el('p', { class: 'plan-detail' });
   const bubble = el('p', { class: 'plan-bubble' });
-  const trafficHead = el('p', { class: 'plan-traffic-head', text: 'Sent between GPUs in this step' });
-  const traffic = el('ul', { class: 'plan-traffic', 'aria-label': 'Bytes sent between GPUs in this step' });
+  const trafficHead = el('p', { class: 'plan-traffic-head', text: t('Sent between GPUs in this step') });
+  const traffic = el('ul', { class: 'plan-traffic', 'aria-label': t('Bytes sent between GPUs in this step') });
   root.replaceChildren(
-    el('div', { class: 'plan-head' }, el('h3', { text: 'The plan' }), el('span', { class: 'hint', text: 'how the GPUs share the job' })),
+    el('div', { class: 'plan-head' }, el('h3', { text: t('The plan') }), el('span', { class: 'hint', text: t('how the GPUs share the job') })),
     layout,
     detail,
     bubble,
@@ -532,7 +532,7 @@ function buildPlanCard(root) {
       );
       detail.textContent = words.detail;
       detail.hidden = !words.detail;
-      if (p.pp > 1) detail.title = (SCHEDULE_WORDS[p.schedule] ?? { long: p.schedule }).long;
+      if (p.pp > 1) detail.title = scheduleLong(p.schedule);
       else detail.removeAttribute('title');
       // The step on screen may still be the old run's until the new run's first step.
       const stats = state.step?.plan_stats ?? null;
@@ -541,20 +541,21 @@ function buildPlanCard(root) {
       if (p.pp > 1) {
         const pct = stats ? `${(100 * stats.bubble_fraction).toFixed(1)}%` : '–';
         bubble.replaceChildren(
-          'Pipeline bubble ',
+          t('Pipeline bubble'),
+          ' ',
           el('strong', { class: 'plan-bubble-pct', text: pct }),
-          el('span', { class: 'plan-why', text: ' of the stages’ time spent waiting, measured' }),
+          el('span', { class: 'plan-why' }, ' ', t('of the stages’ time spent waiting, measured')),
         );
       } else {
-        bubble.textContent = 'One stage: no pipeline, no bubble';
+        bubble.textContent = t('One stage: no pipeline, no bubble');
       }
-      const rows = planTraffic(hello, stats).map((t) =>
+      const rows = planTraffic(hello, stats).map((x) =>
         el(
           'li',
-          { 'data-kind': t.kind },
-          el('i', { class: `sw seg-${t.group}` }),
-          el('span', { text: t.label }),
-          el('span', { class: 'v', text: fmtBytes(t.bytes) }),
+          { 'data-kind': x.kind },
+          el('i', { class: `sw seg-${x.group}` }),
+          el('span', { text: x.label }),
+          el('span', { class: 'v', text: fmtBytes(x.bytes) }),
         ),
       );
       traffic.replaceChildren(...rows);

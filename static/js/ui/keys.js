@@ -4,30 +4,35 @@
 // explode, run controls and the clicker's PageDown / PageUp. Lab keys come from the labs at
 // runtime. Keys are ignored while someone types in a field.
 
+import { t } from '../i18n/lang.js';
+
+// Labels and legends are read as they are drawn, in the page's language.
+const key = (keys, show, label, legend) => ({ keys, show, get label() { return label(); }, get legend() { return legend?.(); } });
+
 export const KEYMAP = [
-  { keys: ['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown'], show: 'arrows', label: 'rotate the view', legend: 'rotate' },
-  { keys: ['+', '=', '-', '_'], show: '+ / −', label: 'zoom in / out', legend: 'zoom' },
-  { keys: ['0'], show: '0', label: 'reset the view', legend: 'reset the view' },
-  { keys: ['1', '2', '3', '4'], show: '1–4', label: 'camera views', legend: 'jump to a view' },
-  { keys: ['s'], show: 'S', label: 'signal: show the data flowing on or off', legend: 'signal on or off' },
-  { keys: ['t'], show: 'T', label: 'guided tour on / off', legend: 'guided tour' },
-  { keys: ['l'], show: 'L', label: 'numbered labels on / off', legend: 'labels on or off' },
-  { keys: [' '], show: 'Space', label: 'spin the model slowly', legend: 'spin' },
-  { keys: ['?'], show: '?', label: 'this help', legend: 'more' },
-  { keys: ['f'], show: 'F', label: 'full screen' },
-  { keys: ['e'], show: 'E', label: 'explode: lift the network above the servers', legend: 'explode the fabric' },
-  { keys: ['p'], show: 'P', label: 'pause / resume the run' },
-  { keys: ['n'], show: 'N', label: 'next step (while paused)' },
-  { keys: ['k'], show: 'K', label: 'make a GPU fail (watch the rollback)' },
-  { keys: ['o'], show: 'O', label: 'one step in slow motion, block by block (O or Esc ends it)' },
-  { keys: ['PageDown', 'PageUp'], show: 'PgDn / PgUp', label: 'next / previous tour stop (clicker)' },
-  { keys: ['Enter'], show: 'Enter', label: 'next tour stop (while touring, with no button focused)' },
-  { keys: ['i'], show: 'I', label: 'more about this tour stop (the longer story)' },
-  { keys: ['g'], show: 'G', label: 'scale field: the cluster at 512, 4,096, 16,384, 131,072 GPUs, then live again' },
-  { keys: ['G'], show: 'Shift+G', label: 'the “One GPU” story (in it: PgDn / PgUp / arrows move, Space does the chapter’s action, Esc leaves)' },
-  { keys: ['z'], show: 'Z', label: 'scale field: fly from one live GPU out to the whole field and back' },
-  { keys: ['Escape'], show: 'Esc', label: 'close the tour and any panel' },
-  { keys: ['j'], show: 'J', label: 'follow the presenter again (any other key or a drag explores on your own)' },
+  key(['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown'], 'arrows', () => t('rotate the view'), () => t('rotate')),
+  key(['+', '=', '-', '_'], '+ / −', () => t('zoom in / out'), () => t('zoom')),
+  key(['0'], '0', () => t('reset the view'), () => t('reset the view')),
+  key(['1', '2', '3', '4'], '1–4', () => t('camera views'), () => t('jump to a view')),
+  key(['s'], 'S', () => t('signal: show the data flowing on or off'), () => t('signal on or off')),
+  key(['t'], 'T', () => t('guided tour on / off'), () => t('guided tour')),
+  key(['l'], 'L', () => t('numbered labels on / off'), () => t('labels on or off')),
+  key([' '], 'Space', () => t('spin the model slowly'), () => t('spin')),
+  key(['?'], '?', () => t('this help'), () => t('more')),
+  key(['f'], 'F', () => t('full screen')),
+  key(['e'], 'E', () => t('explode: lift the network above the servers'), () => t('explode the fabric')),
+  key(['p'], 'P', () => t('pause / resume the run')),
+  key(['n'], 'N', () => t('next step (while paused)')),
+  key(['k'], 'K', () => t('make a GPU fail (watch the rollback)')),
+  key(['o'], 'O', () => t('one step in slow motion, block by block (O or Esc ends it)')),
+  key(['PageDown', 'PageUp'], 'PgDn / PgUp', () => t('next / previous tour stop (clicker)')),
+  key(['Enter'], 'Enter', () => t('next tour stop (while touring, with no button focused)')),
+  key(['i'], 'I', () => t('more about this tour stop (the longer story)')),
+  key(['g'], 'G', () => t('scale field: the cluster at 512, 4,096, 16,384, 131,072 GPUs, then live again')),
+  key(['G'], 'Shift+G', () => t('the “One GPU” story (in it: PgDn / PgUp / arrows move, Space does the chapter’s action, Esc leaves)')),
+  key(['z'], 'Z', () => t('scale field: fly from one live GPU out to the whole field and back')),
+  key(['Escape'], 'Esc', () => t('close the tour and any panel')),
+  key(['j'], 'J', () => t('follow the presenter again (any other key or a drag explores on your own)')),
 ];
 
 function isTyping(target) {

@@ -3,6 +3,7 @@
 // away at which width; this module only opens and closes it. Choosing a control closes the
 // menu again, as does a click elsewhere or Esc (actions.escape).
 
+import { t } from '../i18n/lang.js';
 import { el } from './format.js';
 
 export function mountMenu(store, { bar, panel }) {
@@ -12,13 +13,13 @@ export function mountMenu(store, { bar, panel }) {
       type: 'button',
       id: 'btn-menu',
       class: 'tb-toggle',
-      title: 'More controls',
-      'aria-label': 'More controls',
+      title: t('More controls'),
+      'aria-label': t('More controls'),
       'aria-expanded': 'false',
       'aria-controls': panel.id,
     },
-    el('span', { class: 'tb-toggle-more', text: 'more ▾' }),
-    el('span', { class: 'tb-toggle-menu', 'aria-hidden': 'true', text: '☰ menu' }),
+    el('span', { class: 'tb-toggle-more', text: t('more ▾') }),
+    el('span', { class: 'tb-toggle-menu', 'aria-hidden': 'true', text: t('☰ menu') }),
   );
 
   function set(open) {

@@ -4,6 +4,7 @@
 // passes it off as current after the run has rolled back past it: then it is dimmed and
 // labelled as from before the rollback until the next probe arrives.
 
+import { t } from '../i18n/lang.js';
 import { el } from './format.js';
 
 export function mountProbe(store) {
@@ -35,7 +36,7 @@ export function mountProbe(store) {
     // Inline, so the panel's own stylesheet needs nothing new.
     for (const node of [bars, cells, blank]) node.style.opacity = stale ? '0.4' : '';
     panel.dataset.stale = stale ? 'true' : 'false';
-    if (stale) when.textContent = `from step ${shownStep}, before the rollback to ${restoredStep}`;
+    if (stale) when.textContent = t('from step {step}, before the rollback to {restored}', { step: shownStep, restored: restoredStep });
   }
 
   function render(probe, stepNo) {
@@ -44,10 +45,10 @@ export function mountProbe(store) {
     setStale(false);
     const top = probe.top ?? [];
     rows.forEach((r, i) => {
-      const t = top[i];
-      r.word.textContent = t ? t.token : '';
-      r.fill.style.width = t ? `${Math.max(0.5, t.p * 100)}%` : '0%';
-      r.pct.textContent = t ? `${(t.p * 100).toFixed(t.p < 0.1 ? 1 : 0)}%` : '';
+      const g = top[i];
+      r.word.textContent = g ? g.token : '';
+      r.fill.style.width = g ? `${Math.max(0.5, g.p * 100)}%` : '0%';
+      r.pct.textContent = g ? `${(g.p * 100).toFixed(g.p < 0.1 ? 1 : 0)}%` : '';
     });
     blank.textContent = top[0] ? top[0].token : '___';
     const w = probe.weights ?? [];
@@ -57,13 +58,13 @@ export function mountProbe(store) {
       if (x === undefined) return;
       // Lightness encodes the value (dark = negative, light = positive): no hue, because
       // hues are reserved for the phases of a step.
-      const t = scale > 0 ? x / scale : 0;
-      c.style.setProperty('--l', `${Math.round(50 + 40 * t)}%`);
+      const v = scale > 0 ? x / scale : 0;
+      c.style.setProperty('--l', `${Math.round(50 + 40 * v)}%`);
       c.title = `${x.toFixed(4)}`;
     });
     // The weight's name is the model's own (layers.1.mlp.w1): the same in every language.
-    name.replaceChildren(...(probe.weights_name ? ['from ', el('span', { translate: 'no', lang: 'en', text: probe.weights_name })] : []));
-    when.textContent = stepNo !== undefined ? `at step ${stepNo}` : '';
+    name.replaceChildren(...(probe.weights_name ? [t('from'), ' ', el('span', { translate: 'no', lang: 'en', text: probe.weights_name })] : []));
+    when.textContent = stepNo !== undefined ? t('at step {step}', { step: stepNo }) : '';
   }
 
   store.on('step', (msg) => {

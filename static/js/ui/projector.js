@@ -5,6 +5,7 @@
 // (body.compact, store.state.compact) and side panels are drawers, folded (app.css) to their
 // heading until their button opens them.
 
+import { t, tr } from '../i18n/lang.js';
 import { el } from './format.js';
 
 export function mountProjector(store, getStage) {
@@ -49,7 +50,7 @@ export function watchCompact(store) {
 /** Make `panel` a drawer with a button in `head`; returns {open()}. */
 export function mountDrawer(store, panel, { label, head = panel?.querySelector('.panel-head') }) {
   if (!panel) return null;
-  const title = `Show or fold: ${label}`;
+  const title = t('Show or fold: {what}', { what: tr(label) });
   const toggle = el('button', { type: 'button', class: 'drawer-toggle', title, 'aria-label': title });
   head?.append(toggle);
   let open = null; // the reader's choice; until there is one, folded while compact

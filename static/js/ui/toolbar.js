@@ -7,17 +7,16 @@
 // behind one menu button. Which is which is the CSS's call (static/css/app.css); menu.js opens
 // and closes the menu.
 
-import { NEEDS_PRESENTER } from './actions.js';
+import { t } from '../i18n/lang.js';
+import { needsPresenter } from './actions.js';
 import { el } from './format.js';
 import { mountMenu } from './menu.js';
 
-const OWN_RUN_TITLE = 'A run of your own: only the presenter changes the class run, so this starts one for you alone';
-
-const SPEEDS = [
-  { value: 'lesson', label: 'lesson', title: 'Lesson pace: about one step every two seconds' },
-  { value: 1, label: '1', title: 'One step per second' },
-  { value: 5, label: '5', title: 'Five steps per second' },
-  { value: 'max', label: 'max', title: 'As fast as this machine trains' },
+const SPEEDS = () => [
+  { value: 'lesson', label: t('lesson'), title: t('Lesson pace: about one step every two seconds') },
+  { value: 1, label: '1', title: t('One step per second') },
+  { value: 5, label: '5', title: t('Five steps per second') },
+  { value: 'max', label: t('max'), title: t('As fast as this machine trains') },
 ];
 
 export function mountToolbar(store, actions, bar) {
@@ -26,52 +25,52 @@ export function mountToolbar(store, actions, bar) {
   const lesson = button({
     id: 'btn-lesson',
     class: 'primary',
-    title: 'Start the lesson: a fresh run from step 0, lesson pace, and the tour from its first stop',
-    text: 'Start lesson',
+    title: t('Start the lesson: a fresh run from step 0, lesson pace, and the tour from its first stop'),
+    text: t('Start lesson'),
     onclick: () => actions.startLesson(),
   });
   const newRun = button({
     id: 'btn-newrun',
-    title: 'New run: choose the seed, the hardware and the cluster, then start from step 0',
-    text: 'new run…',
+    title: t('New run: choose the seed, the hardware and the cluster, then start from step 0'),
+    text: t('new run…'),
     onclick: () => actions.toggleNewRun(),
   });
-  const lessonGroup = el('div', { class: 'group lesson', role: 'group', 'aria-label': 'Lesson' }, lesson, newRun);
+  const lessonGroup = el('div', { class: 'group lesson', role: 'group', 'aria-label': t('Lesson') }, lesson, newRun);
 
-  const speedGroup = el('div', { class: 'group speed', role: 'group', 'aria-label': 'Speed (steps per second)' });
-  const speedButtons = SPEEDS.map((s) => {
+  const speedGroup = el('div', { class: 'group speed', role: 'group', 'aria-label': t('Speed (steps per second)') });
+  const speedButtons = SPEEDS().map((s) => {
     const b = button({ title: s.title, text: s.label, onclick: () => actions.setSpeed(s.value) });
     b.dataset.speed = String(s.value);
     speedGroup.append(b);
     return b;
   });
-  const pause = button({ id: 'btn-pause', title: 'Pause or resume the run (P)', text: 'pause', onclick: () => actions.togglePause() });
-  const step = button({ id: 'btn-step', title: 'Run one step while paused (N)', text: 'step', onclick: () => actions.stepOnce() });
-  const runGroup = el('div', { class: 'group run', role: 'group', 'aria-label': 'Run' }, pause, step);
+  const pause = button({ id: 'btn-pause', title: t('Pause or resume the run (P)'), text: t('pause'), onclick: () => actions.togglePause() });
+  const step = button({ id: 'btn-step', title: t('Run one step while paused (N)'), text: t('step'), onclick: () => actions.stepOnce() });
+  const runGroup = el('div', { class: 'group run', role: 'group', 'aria-label': t('Run') }, pause, step);
   // Slow motion belongs to the scene; its button appears when the scene offers it.
   if (typeof actions.slowStep === 'function') {
     runGroup.append(
       button({
         id: 'btn-slow',
-        title: 'Play the next step in slow motion, one block of work at a time',
-        text: 'slow step',
+        title: t('Play the next step in slow motion, one block of work at a time'),
+        text: t('slow step'),
         onclick: () => actions.slowStep(),
       }),
     );
   }
-  const fail = button({ id: 'btn-fail', class: 'danger', title: 'Make a GPU fail (K)', text: 'fail a GPU', onclick: () => actions.failGpu() });
+  const fail = button({ id: 'btn-fail', class: 'danger', title: t('Make a GPU fail (K)'), text: t('fail a GPU'), onclick: () => actions.failGpu() });
   runGroup.append(fail);
 
-  const tour = button({ id: 'btn-tour', title: 'Guided tour (T)', text: 'tour', onclick: () => actions.toggleTour() });
-  const tourGroup = el('div', { class: 'group tour', role: 'group', 'aria-label': 'Tour' }, tour);
+  const tour = button({ id: 'btn-tour', title: t('Guided tour (T)'), text: t('tour'), onclick: () => actions.toggleTour() });
+  const tourGroup = el('div', { class: 'group tour', role: 'group', 'aria-label': t('Tour') }, tour);
 
-  const labGroup = el('div', { class: 'group labs', role: 'group', 'aria-label': 'Concept labs' });
+  const labGroup = el('div', { class: 'group labs', role: 'group', 'aria-label': t('Concept labs') });
   labGroup.hidden = true;
-  const labels = button({ id: 'btn-labels', title: 'Numbered labels (L)', text: 'labels', onclick: () => actions.toggleLabels() });
-  const projector = button({ id: 'btn-projector', title: 'Projector mode: big type, high contrast', text: 'projector', onclick: () => actions.toggleProjector() });
-  const howBig = button({ id: 'btn-howbig', title: 'How big is a real training run?', text: 'how big?', onclick: () => actions.toggleHowBig() });
-  const help = button({ id: 'btn-help', title: 'All keys (?)', text: '?', 'aria-label': 'Help: all keys', onclick: () => actions.toggleHelp() });
-  const viewGroup = el('div', { class: 'group view', role: 'group', 'aria-label': 'View' }, labels, projector, howBig, help);
+  const labels = button({ id: 'btn-labels', title: t('Numbered labels (L)'), text: t('labels'), onclick: () => actions.toggleLabels() });
+  const projector = button({ id: 'btn-projector', title: t('Projector mode: big type, high contrast'), text: t('projector'), onclick: () => actions.toggleProjector() });
+  const howBig = button({ id: 'btn-howbig', title: t('How big is a real training run?'), text: t('how big?'), onclick: () => actions.toggleHowBig() });
+  const help = button({ id: 'btn-help', title: t('All keys (?)'), text: '?', 'aria-label': t('Help: all keys'), onclick: () => actions.toggleHelp() });
+  const viewGroup = el('div', { class: 'group view', role: 'group', 'aria-label': t('View') }, labels, projector, howBig, help);
 
   const main = el('div', { class: 'tb-main' }, lessonGroup, speedGroup, runGroup, tourGroup);
   const more = el('div', { class: 'tb-more', id: 'tb-more' }, labGroup, viewGroup);
@@ -91,7 +90,7 @@ export function mountToolbar(store, actions, bar) {
       b.setAttribute('aria-pressed', String(st ? String(st.speed) === b.dataset.speed : false));
     }
     const paused = st?.state === 'paused';
-    pause.textContent = paused ? 'resume' : 'pause';
+    pause.textContent = paused ? t('resume') : t('pause');
     pause.setAttribute('aria-pressed', String(paused));
     step.disabled = !paused;
     tour.setAttribute('aria-pressed', String(store.state.tour.active));
@@ -104,9 +103,9 @@ export function mountToolbar(store, actions, bar) {
     for (const [b, title] of presenterOnly) {
       if (canControl) b.removeAttribute('aria-disabled');
       else b.setAttribute('aria-disabled', 'true');
-      b.title = canControl ? title : NEEDS_PRESENTER;
+      b.title = canControl ? title : needsPresenter();
     }
-    newRun.title = canControl ? newRunTitle : OWN_RUN_TITLE;
+    newRun.title = canControl ? newRunTitle : t('A run of your own: only the presenter changes the class run, so this starts one for you alone');
   }
   for (const name of [
     'snapshot',
@@ -128,7 +127,7 @@ export function mountToolbar(store, actions, bar) {
     addLabs(keys) {
       labGroup.replaceChildren();
       for (const k of keys ?? []) {
-        labGroup.append(button({ title: `${k.label} (${k.key.toUpperCase()})`, text: k.label, onclick: () => k.open() }));
+        labGroup.append(button({ title: k.title, text: k.label, onclick: () => k.open() }));
       }
       labGroup.hidden = !(keys ?? []).length;
     },
