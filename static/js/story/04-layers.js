@@ -1,6 +1,8 @@
 // Chapter 4: layers drop in one at a time and the walls fill a notch each: the live
 // account per layer, and the same four layers at full size (the memory lab's 18 bytes a
 // weight) on the GPU's walls, to near the top tick.
+import { t } from '../i18n/lang.js';
+import { percent } from '../i18n/units.js';
 import { h, redrawer, wall } from './figure.js';
 
 export function enter({ figure, store, story, values }) {
@@ -12,14 +14,14 @@ export function enter({ figure, store, story, values }) {
   let timer = 0;
   const draw = redrawer(figure, (n, v) => [
     h('div', { class: 'sf-row' },
-      h('div', { class: 'sf-slabs' }, Array.from({ length: 4 }, (_, i) => h('b', { class: `sf-slab${i < n ? ' in' : ''}`, text: `Layer ${i + 1}` })),
-        h('span', { class: 'sf-hair', text: '4 drawn · real models stack dozens' })),
+      h('div', { class: 'sf-slabs' }, Array.from({ length: 4 }, (_, i) => h('b', { class: `sf-slab${i < n ? ' in' : ''}`, text: t('Layer {n}', { n: i + 1 }) })),
+        h('span', { class: 'sf-hair', text: t('4 drawn · real models stack dozens') })),
       wall({ parts: [
-        { name: 'weights', fraction: per * n * share, label: 'weights and gradients' },
-        { name: 'optimizer', fraction: per * n * (1 - share), label: 'optimizer' },
-      ], caption: `${n} of 4 full-size layers: ${Math.round(per * n * 100)}% of the ${f.gpu_label}` }),
+        { name: 'weights', fraction: per * n * share, label: t('weights and gradients') },
+        { name: 'optimizer', fraction: per * n * (1 - share), label: t('optimizer') },
+      ], caption: t('{n} of 4 full-size layers: {share} of the {gpu}', { n, share: percent(per * n), gpu: f.gpu_label }) }),
     ),
-    h('p', { class: 'sf-legend', text: `Live: ${v.layer_bytes} a layer here. Full size: ${v.scale_layer_params} weights a layer.` }),
+    h('p', { class: 'sf-legend', text: t('Live: {layer_bytes} a layer here. Full size: {scale_layer_params} weights a layer.', v) }),
   ]);
   const setWalls = (n) => store.set('memoryCase', {
     label: `${n} full-size layers on one GPU`,

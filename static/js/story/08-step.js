@@ -1,12 +1,13 @@
 // Chapter 8: one step: 16 of the model's weights (the probe watches them), shifting as
 // each update lands; the step counter beside them.
+import { t } from '../i18n/lang.js';
 import { dots, h, redrawer } from './figure.js';
 
 export function enter({ figure, store }) {
   let before = null;
   const draw = redrawer(figure, (probe, step) => [
-    dots(before ? [before, probe.weights] : [probe.weights], { labels: before ? ['before', `step ${step}`] : [`step ${step}`] }),
-    h('p', { class: 'sf-legend', text: `16 weights of ${probe.weights_name}, live` }),
+    dots(before ? [before, probe.weights] : [probe.weights], { labels: before ? [t('before'), t('step {n}', { n: step })] : [t('step {n}', { n: step })] }),
+    h('p', { class: 'sf-legend', text: t('16 weights of {name}, live', { name: probe.weights_name }) }),
   ]);
   let last = null;
   const update = () => {

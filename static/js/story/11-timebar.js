@@ -1,5 +1,6 @@
 // Chapters 11, 12 and 15: the time bar: one step's simulated time, its compute and its
 // comparing (the all-reduce) from the step's trace, against one GPU's step when measured.
+import { t } from '../i18n/lang.js';
 import { TraceView } from '../scene/trace.js';
 import { fmtSeconds } from '../ui/format.js';
 import { bar, h, redrawer } from './figure.js';
@@ -14,10 +15,10 @@ export function enter({ figure, store, memo }) {
   const draw = redrawer(figure, (now, one, g, gpus) => {
     const longest = Math.max(now, one ?? 0);
     const rows = [];
-    if (one && gpus > 1) rows.push(bar('1 GPU', one / longest, { cls: 'sf-one', text: fmtSeconds(one) }));
-    rows.push(bar(`${gpus} GPU${gpus > 1 ? 's' : ''}`, now / longest, { cls: 'sf-now', text: fmtSeconds(now) }));
-    if (g.allreduce) rows.push(bar('comparing', g.allreduce / longest, { cls: 'sf-sync', text: fmtSeconds(g.allreduce) }));
-    return [h('div', { class: 'sf-bars' }, rows), h('p', { class: 'sf-legend', text: 'one step, simulated time' })];
+    if (one && gpus > 1) rows.push(bar(t('1 GPU'), one / longest, { cls: 'sf-one', text: fmtSeconds(one) }));
+    rows.push(bar(t(['{n} GPU', '{n} GPUs'], { n: gpus }, gpus), now / longest, { cls: 'sf-now', text: fmtSeconds(now) }));
+    if (g.allreduce) rows.push(bar(t('comparing'), g.allreduce / longest, { cls: 'sf-sync', text: fmtSeconds(g.allreduce) }));
+    return [h('div', { class: 'sf-bars' }, rows), h('p', { class: 'sf-legend', text: t('one step, simulated time') })];
   });
   const update = () => {
     const step = store.state.step;

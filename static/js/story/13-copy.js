@@ -1,5 +1,6 @@
 // Chapter 13: a second GPU arrives empty and the model is copied over, layer by layer,
 // until an equals sign settles between the two.
+import { t } from '../i18n/lang.js';
 import { h, redrawer } from './figure.js';
 
 export function enter({ figure, store, values }) {
@@ -7,10 +8,10 @@ export function enter({ figure, store, values }) {
   let timer = 0;
   const layers = () => store.state.hello?.config?.n_layer ?? 4;
   const gpu = (name, n, total) => h('div', { class: 'sf-gpu' }, h('span', { class: 'sf-gpu-name', text: name }),
-    Array.from({ length: total }, (_, i) => h('b', { class: `sf-slab${i < n ? ' in' : ''}`, text: `Layer ${total - i}` })).reverse());
+    Array.from({ length: total }, (_, i) => h('b', { class: `sf-slab${i < n ? ' in' : ''}`, text: t('Layer {n}', { n: total - i }) })).reverse());
   const draw = redrawer(figure, (n, total, v) => [
-    h('div', { class: 'sf-row sf-pair' }, gpu('GPU 1', total, total), h('span', { class: 'sf-sign', text: n >= total ? '=' : '→' }), gpu('GPU 2', n, total)),
-    h('p', { class: 'sf-legend', text: `${v.gpus} GPUs · ${v.n_params} weights each` }),
+    h('div', { class: 'sf-row sf-pair' }, gpu(t('GPU {n}', { n: 1 }), total, total), h('span', { class: 'sf-sign', text: n >= total ? '=' : '→' }), gpu(t('GPU {n}', { n: 2 }), n, total)),
+    h('p', { class: 'sf-legend', text: t('{gpus} GPUs · {n_params} weights each', v) }),
   ]);
   const update = () => draw([copied, layers(), values().gpus], copied, layers(), values());
   const run = () => {

@@ -1,13 +1,14 @@
 // Chapter 14: what if each copy used only its own gradients? Two copies really trained
 // apart on a side copy (GET /api/stories/one-gpu/drift): their 16 watched weights differ.
+import { t } from '../i18n/lang.js';
 import { copies, h, redrawer } from './figure.js';
 
 export function enter({ figure, getDrift, loadDrift }) {
   const draw = redrawer(figure, (d) => (d ? h('div', { class: 'sf-whatif' },
-    h('span', { class: 'sf-whatif-tag', text: 'what if' }),
+    h('span', { class: 'sf-whatif-tag', text: t('what if') }),
     copies(d.weights[0], d.weights[1]),
-    h('p', { class: 'sf-sign-line' }, h('span', { class: 'sf-sign sf-ne', text: '≠' }), ` two different models: ${d.differing.toLocaleString('en')} weights differ after ${d.steps} steps`),
-  ) : h('p', { class: 'sf-legend', text: 'Training two copies apart on a side copy…' })));
+    h('p', { class: 'sf-sign-line' }, h('span', { class: 'sf-sign sf-ne', text: '≠' }), ` ${t('two different models: {differing} weights differ after {steps} steps', d)}`),
+  ) : h('p', { class: 'sf-legend', text: t('Training two copies apart on a side copy…') })));
   const update = () => draw([Boolean(getDrift())], getDrift()?.apart);
   loadDrift().then(update).catch((err) => console.warn('the side copies could not be trained', err));
   update();

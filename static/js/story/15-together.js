@@ -1,5 +1,6 @@
 // Chapter 15: comparing notes: the averaged copies stay equal (the side copy trained
 // together), and the step's time bar against one GPU's.
+import { t } from '../i18n/lang.js';
 import { copies, h, redrawer } from './figure.js';
 import { enter as timebar } from './11-timebar.js';
 
@@ -10,8 +11,8 @@ export function enter(ctx) {
   figure.append(top, bottom);
   const draw = redrawer(top, (d) => (d ? h('div', { class: 'sf-whatif sf-together' },
     copies(d.weights[0], d.weights[1]),
-    h('p', { class: 'sf-sign-line' }, h('span', { class: 'sf-sign', text: '=' }), ` averaged gradients: ${d.differing} weights differ`),
-  ) : h('p', { class: 'sf-legend', text: 'Training two copies together on a side copy…' })));
+    h('p', { class: 'sf-sign-line' }, h('span', { class: 'sf-sign', text: '=' }), ` ${t('averaged gradients: {differing} weights differ', d)}`),
+  ) : h('p', { class: 'sf-legend', text: t('Training two copies together on a side copy…') })));
   const bars = timebar({ ...ctx, figure: bottom });
   const update = () => {
     draw([Boolean(getDrift())], getDrift()?.together);

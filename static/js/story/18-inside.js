@@ -2,9 +2,17 @@
 // above (as many as the live model has). The token is the prompt's last word, "a" of "Once
 // upon a": the experts lit are the ones the live router sent it to in the first layer, at
 // the step the probe was last computed (the probe's `route`), with their gates.
+import { t } from '../i18n/lang.js';
+import { percent } from '../i18n/units.js';
 import { h, redrawer } from './figure.js';
 
-const pct = (g) => `${Math.round(g * 100)}%`;
+// Where the router sent the word: one expert or two (the story's runs route each token to two).
+function goesTo({ experts: [e1, e2], gates: [g1, g2] }, step) {
+  const v = { e1: e1 + 1, g1: percent(g1), e2: e2 + 1, g2: percent(g2), step };
+  return e2 === undefined
+    ? t("goes to expert {e1} ({g1}): the live router's choice in layer 1, step {step}", v)
+    : t("goes to expert {e1} ({g1}) and expert {e2} ({g2}): the live router's choice in layer 1, step {step}", v);
+}
 
 export function enter({ figure, store }) {
   const draw = redrawer(figure, (experts, k, route, at) => {
@@ -13,17 +21,16 @@ export function enter({ figure, store }) {
       h('div', { class: 'sf-layer' },
         h('div', { class: 'sf-experts' }, Array.from({ length: experts }, (_, i) => h('b', {
           class: `sf-expert${chosen.has(i) ? ' sf-chosen' : ''}`,
-          title: chosen.has(i) ? `expert ${i + 1}: gate ${pct(chosen.get(i))}` : `expert ${i + 1}`,
+          title: chosen.has(i) ? t('expert {n}: gate {gate}', { n: i + 1, gate: percent(chosen.get(i)) }) : t('expert {n}', { n: i + 1 }),
           text: String(i + 1),
         }))),
-        h('div', { class: 'sf-router', text: `router: picks ${k} of ${experts}` }),
-        h('div', { class: 'sf-attn', text: 'attention' }),
+        h('div', { class: 'sf-router', text: t('router: picks {k} of {experts}', { k, experts }) }),
+        h('div', { class: 'sf-attn', text: t('attention') }),
       ),
       route
         ? h('p', { class: 'sf-legend sf-route' },
-          'The word ', h('q', { translate: 'no', lang: 'en', text: 'a' }),
-          ` goes to ${route.experts.map((e, i) => `expert ${e + 1} (${pct(route.gates[i])})`).join(' and ')}: the live router's choice in layer 1, step ${at}`)
-        : h('p', { class: 'sf-legend', text: 'Waiting for the router’s choice at the next probe…' }),
+          `${t('The word')} `, h('q', { translate: 'no', lang: 'en', text: 'a' }), ` ${goesTo(route, at)}`)
+        : h('p', { class: 'sf-legend', text: t('Waiting for the router’s choice at the next probe…') }),
     ];
   });
   const update = () => {

@@ -1,5 +1,6 @@
 // Chapters 19 and 20: the experts split: each GPU keeps its range (from the plan's roles),
 // the given-up half dashed; memory per GPU before and after, from the memory accounts.
+import { t } from '../i18n/lang.js';
 import { fmtBytes } from '../ui/format.js';
 import { bar, h, redrawer } from './figure.js';
 import { span } from './values.js';
@@ -7,13 +8,13 @@ import { span } from './values.js';
 export function enter({ figure, store, memo }) {
   const draw = redrawer(figure, (roles, experts, before, now) => [
     h('div', { class: 'sf-row sf-pair' }, roles.slice(0, 2).map((r) => h('div', { class: 'sf-gpu' },
-      h('span', { class: 'sf-gpu-name', text: `GPU ${r.gpu + 1} keeps experts ${span(r.experts)}` }),
+      h('span', { class: 'sf-gpu-name', text: t('GPU {gpu} keeps experts {range}', { gpu: r.gpu + 1, range: span(r.experts) }) }),
       h('div', { class: 'sf-experts' }, Array.from({ length: experts }, (_, i) => h('b', { class: `sf-expert${i >= r.experts[0] && i < r.experts[1] ? '' : ' sf-dashed'}`, text: String(i + 1) }))),
     ))),
     h('div', { class: 'sf-bars' },
-      before ? bar('before', before / Math.max(before, now), { cls: 'sf-one', text: fmtBytes(before) }) : null,
-      bar('now', now / Math.max(before ?? 0, now), { cls: 'sf-now', text: fmtBytes(now) })),
-    h('p', { class: 'sf-legend', text: 'Expert parallelism · memory per GPU, from the accounts' }),
+      before ? bar(t('before'), before / Math.max(before, now), { cls: 'sf-one', text: fmtBytes(before) }) : null,
+      bar(t('now'), now / Math.max(before ?? 0, now), { cls: 'sf-now', text: fmtBytes(now) })),
+    h('p', { class: 'sf-legend', text: t('Expert parallelism · memory per GPU, from the accounts') }),
   ]);
   const update = () => {
     const s = store.state;

@@ -1,5 +1,7 @@
 // Chapter 21: stages: the GPUs by pipeline stage (from the plan's roles), each labelled
 // with its layers, and a check that they fit (memory account against capacity).
+import { t } from '../i18n/lang.js';
+import { bytes } from '../i18n/units.js';
 import { fmtBytes } from '../ui/format.js';
 import { h, redrawer } from './figure.js';
 import { span } from './values.js';
@@ -10,11 +12,11 @@ export function stageGrid(roles, memory, { compact = false } = {}) {
     const row = roles.filter((r) => r.stage === st);
     const l = row[0].layers;
     return h('div', { class: 'sf-stage' },
-      h('span', { class: 'sf-stage-name', text: `Stage ${st + 1} · layer${l[1] - l[0] > 1 ? 's' : ''} ${span(l)}` }),
+      h('span', { class: 'sf-stage-name', text: t(['Stage {stage} · layer {layers}', 'Stage {stage} · layers {layers}'], { stage: st + 1, layers: span(l) }, l[1] - l[0]) }),
       h('span', { class: 'sf-stage-gpus' }, row.map((r) => {
         const m = memory?.[r.gpu];
         const fits = m && m.total <= m.capacity;
-        return h('b', { class: `sf-cell${r.gpu === 0 ? ' sf-lit' : ''}`, title: m ? fmtBytes(m.total) : '' , text: compact ? (r.experts[1] ? span(r.experts) : '') : `GPU ${r.gpu + 1}${fits ? ' ✓' : ''}` });
+        return h('b', { class: `sf-cell${r.gpu === 0 ? ' sf-lit' : ''}`, title: m ? fmtBytes(m.total) : '' }, compact ? (r.experts[1] ? span(r.experts) : '') : [t('GPU {n}', { n: r.gpu + 1 }), fits ? ' ✓' : null]);
       })),
     );
   }));
@@ -23,7 +25,7 @@ export function stageGrid(roles, memory, { compact = false } = {}) {
 export function enter({ figure, store }) {
   const draw = redrawer(figure, (roles, memory) => [
     stageGrid(roles, memory),
-    h('p', { class: 'sf-legend', text: `✓ fits: ${fmtBytes(memory[0].total)} of ${fmtBytes(memory[0].capacity)} on GPU 1` }),
+    h('p', { class: 'sf-legend', text: t('✓ fits: {used} of {capacity} on GPU 1', { used: bytes(memory[0].total), capacity: bytes(memory[0].capacity) }) }),
   ]);
   const update = () => {
     const s = store.state;

@@ -1,5 +1,6 @@
 // Chapters 24-26: the 64-GPU team: a row per stage, a column per expert range (from the
 // plan's roles), GPU 1 lit; the step's measured bubble beside it.
+import { t } from '../i18n/lang.js';
 import { h, redrawer } from './figure.js';
 import { stageGrid } from './21-stages.js';
 
@@ -7,7 +8,7 @@ export function enter({ figure, store }) {
   const draw = redrawer(figure, (roles, plan, cfg) => {
     const copy0 = roles.filter((r) => r.dp < plan.ep);
     return [
-      h('p', { class: 'sf-legend', text: `Pipeline parallelism · ${plan.pp} stages  ·  experts split ${plan.ep} ways (cells: each GPU's experts of ${cfg.experts})` }),
+      h('p', { class: 'sf-legend', text: t("Pipeline parallelism · {pp} stages · experts split {ep} ways (cells: each GPU's experts of {experts})", { pp: plan.pp, ep: plan.ep, experts: cfg.experts }) }),
       stageGrid(copy0, null, { compact: true }),
     ];
   });

@@ -3,6 +3,7 @@
 // this tiny model really wrote after "Once upon a" at that step of a long real run (the
 // story's climb, `trainingrun climb`, checkpoints at every tenfold). Past the last step that
 // run trained, the counter goes on alone, and says so: no new shade, no new writing.
+import { t } from '../i18n/lang.js';
 import { h } from './figure.js';
 import { TONES, toneOf } from '../scene/field/tones.js';
 import { fmtInt as fmt } from '../ui/format.js';
@@ -14,7 +15,7 @@ const TICK_MS = 100;
 const MODEL_WORDS = { translate: 'no', lang: 'en' };
 
 function shades(decade, trained) {
-  const label = `The field's shade now: steps ${fmt(10 ** decade)} to ${fmt(10 ** (decade + 1) - 1)}`;
+  const label = t("The field's shade now: steps {first} to {last}", { first: 10 ** decade, last: 10 ** (decade + 1) - 1 });
   return h('div', { class: 'sf-tones', role: 'img', 'aria-label': label },
     TONES.map((c, i) => h('span', { class: `sf-tone${i === decade ? ' sf-tone-now' : ''}${10 ** i > trained ? ' sf-tone-untrained' : ''}`, style: `--tone:${c}` },
       h('b', {}), h('small', { text: fmt(10 ** i) }))));
@@ -36,9 +37,9 @@ export function enter({ figure, store, story, reduced }) {
   const lines = h('ol', { class: 'sf-writing' });
   const past = h('p', { class: 'sf-climb-past', hidden: true });
   figure.replaceChildren(
-    h('p', { class: 'sf-climb-count' }, h('span', { text: 'step' }), ' ', count),
+    h('p', { class: 'sf-climb-count' }, h('span', { text: t('step') }), ' ', count),
     tones,
-    h('p', { class: 'sf-legend', text: `This model's own words after "${climb.prompt}", at each tenfold of a real run of ${fmt(trained)} steps:` }),
+    h('p', { class: 'sf-legend', text: t(`This model's own words after "{prompt}", at each tenfold of a real run of {steps} steps:`, { prompt: climb.prompt, steps: trained }) }),
     lines,
     past,
   );
@@ -63,7 +64,7 @@ export function enter({ figure, store, story, reduced }) {
     }
     if (!shown || shown.past !== isPast) {
       past.hidden = !isPast;
-      past.textContent = isPast ? `Trained for real to step ${fmt(trained)}: past it the counter goes on alone, with no new weights and no new writing.` : '';
+      past.textContent = isPast ? t('Trained for real to step {n}: past it the counter goes on alone, with no new weights and no new writing.', { n: trained }) : '';
     }
     shown = { step, decade, lines: reached.length, past: isPast };
   }

@@ -1,13 +1,14 @@
 // Small drawing pieces the chapter modules share: elements, a memory wall with capacity
 // ticks (and a hatched overflow), a row of 16 weights as dots, a labelled bar.
 
+import { t } from '../i18n/lang.js';
 import { h } from '../labs/dom.js';
 
 export { h };
 
 /** A memory wall: `parts` [{name, fraction, label}] stacked from the floor, ticks at each
  * quarter of the usable memory; anything past 1 climbs into a hatched overflow. */
-export function wall({ parts, caption, overflowLabel = "doesn't fit" }) {
+export function wall({ parts, caption, overflowLabel = t("doesn't fit") }) {
   const total = parts.reduce((a, p) => a + p.fraction, 0);
   const top = Math.max(1, total);
   const box = h('div', { class: 'sf-wall', style: `--top:${top}` });
@@ -62,7 +63,7 @@ export function redrawer(figure, draw) {
 
 /** Two copies' 16 weights as rows of shaded cells (one scale for both), and under them how
  * far each weight of the second copy is from the first's, as bars (flat when equal). */
-export function copies(a, b, { labels = ['GPU 1', 'GPU 2'] } = {}) {
+export function copies(a, b, { labels = [t('GPU {n}', { n: 1 }), t('GPU {n}', { n: 2 })] } = {}) {
   const all = [...a, ...b];
   const lo = Math.min(...all);
   const span = Math.max(...all) - lo || 1;
@@ -74,7 +75,7 @@ export function copies(a, b, { labels = ['GPU 1', 'GPU 2'] } = {}) {
   return h('div', { class: 'sf-copies' },
     row(a, labels[0]),
     row(b, labels[1]),
-    h('div', { class: 'sf-cells' }, h('span', { class: 'sf-dotlabel', text: 'gap, enlarged' }),
+    h('div', { class: 'sf-cells' }, h('span', { class: 'sf-dotlabel', text: t('gap, enlarged') }),
       h('span', { class: 'sf-cellrow sf-diffrow' }, d.map((x) => h('i', { class: 'sf-diff' },
         h('b', { style: `height:${most ? (50 * Math.abs(x)) / most : 0}%;${x >= 0 ? 'bottom:50%' : 'top:50%'}` }))))),
   );

@@ -8,6 +8,7 @@
 // (describe()) for the page's test hook.
 
 import * as THREE from 'three';
+import { t } from '../i18n/lang.js';
 import { disposeTree, textSprite } from '../scene/util.js';
 
 const CORES = 16;
@@ -66,9 +67,9 @@ export function mountGpu3d({ getStage, store, reduced, open = false }) {
     const back = new THREE.Mesh(new THREE.BoxGeometry(0.66, WALL_H, 0.08), mat(0x4a5f8c));
     back.position.set(0, WALL_H / 2, -0.3);
     const ticks = [0.25, 0.5, 0.75, 1].map((q) => {
-      const t = new THREE.Mesh(new THREE.BoxGeometry(0.76, 0.04, 0.12), mat(0xc9d4e8));
-      t.position.set(0, q * WALL_H, -0.22);
-      return t;
+      const tick = new THREE.Mesh(new THREE.BoxGeometry(0.76, 0.04, 0.12), mat(0xc9d4e8));
+      tick.position.set(0, q * WALL_H, -0.22);
+      return tick;
     });
     const fill = new THREE.Mesh(new THREE.BoxGeometry(0.56, 1, 0.34), mat(0x5fa8ff));
     wall.add(back, fill, ...ticks);
@@ -89,7 +90,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false }) {
     s.position.set(x, y, z);
     return s;
   };
-  const names = [name('GPU 1', 0, 0.35, 1.75), name('compute cores', 0, 0.95, 1.0), name('memory', -1.55, WALL_H + 0.65, 0.6), name('memory', 1.55, WALL_H + 0.65, 0.6)];
+  const names = [name(t('GPU {n}', { n: 1 }), 0, 0.35, 1.75), name(t('compute cores'), 0, 0.95, 1.0), name(t('memory'), -1.55, WALL_H + 0.65, 0.6), name(t('memory'), 1.55, WALL_H + 0.65, 0.6)];
   root.add(board, compute, strip, ...walls.map((w) => w.wall), hinge, ...names);
 
   // The lid: 0 shut, 1 open; moved towards `want` over LID_S unless motion is reduced.
@@ -145,7 +146,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false }) {
     { name: 'compute', box: boxOf(compute) },
     { name: 'strip', box: boxOf(strip) },
     ...walls.map((w) => ({ name: 'wall', box: boxOf(w.wall) })),
-    ...walls.flatMap((w) => w.ticks.map((t) => ({ name: 'tick', box: boxOf(t) }))),
+    ...walls.flatMap((w) => w.ticks.map((tick) => ({ name: 'tick', box: boxOf(tick) }))),
     { name: 'lid', box: boxOf(lid) },
   ];
   pose();

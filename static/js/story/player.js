@@ -12,11 +12,12 @@
 // watches the class run again. A follower (presenter/parts.js `story`) watches the story's
 // runs with the presenter; changing a run ("do it", a fresh start) still needs the rights.
 
-import { fillTemplate } from '../ui/live.js';
+import { say } from '../i18n/content.js';
+import { t, tr } from '../i18n/lang.js';
 import { PENDING, storyValues } from './values.js';
 
 const STORY_IDS = ['one-gpu'];
-const NO_RUN_HERE = 'This server cannot start the run this chapter needs now, so the chapter shows the run you watch.';
+const NO_RUN_HERE = Symbol('no run here');
 
 /** Does the live run train as `want` asks (cluster, model and plan)? */
 export function runMatches(hello, want) {
@@ -34,7 +35,7 @@ export function mountStory(store, { getStage, actions, labels }) {
   box.className = 'story-box';
   box.id = 'story-box';
   box.hidden = true;
-  box.setAttribute('aria-label', 'Story');
+  box.setAttribute('aria-label', t('Story'));
   box.innerHTML = `
     <div class="story-meta"><span class="story-count" id="story-count"></span><span class="story-group" id="story-group"></span></div>
     <h2 class="story-title" id="story-title"></h2>
@@ -43,15 +44,21 @@ export function mountStory(store, { getStage, actions, labels }) {
     <p class="story-note" id="story-note" role="status"></p>
     <p class="story-source" id="story-source" hidden></p>
     <div class="story-nav">
-      <button type="button" id="story-prev" title="Previous chapter (Page Up)">◀ previous</button>
+      <button type="button" id="story-prev"></button>
       <span class="story-nav-mid">
-        <button type="button" class="story-do" id="story-do" title="Do it (Space)"></button>
-        <button type="button" id="story-exit" title="Leave the story (Esc)">leave story</button>
+        <button type="button" class="story-do" id="story-do"></button>
+        <button type="button" id="story-exit"></button>
       </span>
-      <button type="button" id="story-next" title="Next chapter (Page Down or Enter)">next ▶</button>
+      <button type="button" id="story-next"></button>
     </div>`;
   document.body.append(box);
   const $ = (id) => box.querySelector(`#${id}`);
+  for (const [id, textContent, title] of [
+    ['story-prev', t('◀ previous'), t('Previous chapter (Page Up)')],
+    ['story-do', '', t('Do it (Space)')],
+    ['story-exit', t('leave story'), t('Leave the story (Esc)')],
+    ['story-next', t('next ▶'), t('Next chapter (Page Down or Enter)')],
+  ]) Object.assign($(id), { textContent, title });
   const els = {
     count: $('story-count'), group: $('story-group'), title: $('story-title'), caption: $('story-caption'),
     figure: $('story-figure'), note: $('story-note'), doBtn: $('story-do'), source: $('story-source'),
@@ -64,7 +71,7 @@ export function mountStory(store, { getStage, actions, labels }) {
   let entering = 0; // bumps on every chapter change, so a late module load is dropped
   let pending = null; // {key, ref, runId}: asked to watch `ref` (or to restart it), its hello not here yet
   let freshDue = false; // restart the chapter's run once this page watches it
-  let refused = '';
+  let refused = ''; // NO_RUN_HERE, the server's English reason, or true (none given)
   let notYours = ''; // a "do it" this page may not do, said until the chapter changes
   let deferred = null; // {fresh}: a run asked for before the hello said who may change it
   let drift = null;
@@ -84,7 +91,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     const key = watching.slice(story.id.length + 1);
     return key in story.runs ? key : null;
   };
-  const values = () => storyValues(store, { story, memo, drift, runKey: liveKey() });
+  const values = () => storyValues(store, { story, memo, drift, runKey: liveKey(), here: true });
 
   function remember() {
     const key = liveKey();
@@ -157,7 +164,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     // on the run this page watches. A restart refused: the server's reason.
     const watchRefused = pending.runId === null;
     pending = null;
-    refused = watchRefused ? NO_RUN_HERE : msg.message || msg.code || 'the server refused it';
+    refused = watchRefused ? NO_RUN_HERE : msg.message || msg.code || true;
     if (active) render();
   });
   store.on('step', () => {
@@ -174,12 +181,12 @@ export function mountStory(store, { getStage, actions, labels }) {
   function note() {
     const ch = chapter();
     if (!ch) return '';
-    if (refused === NO_RUN_HERE) return NO_RUN_HERE;
-    if (refused) return `The run could not be changed for this chapter: ${refused}`;
+    if (refused === NO_RUN_HERE) return t('This server cannot start the run this chapter needs now, so the chapter shows the run you watch.');
+    if (refused) return t('The run could not be changed for this chapter: {reason}', { reason: refused === true ? t('the server refused it') : tr(refused) });
     if (notYours) return notYours;
-    if (!store.state.hello) return 'Connecting to the run…';
+    if (!store.state.hello) return t('Connecting to the run…');
     if (watchingIt()) return '';
-    return 'Starting the run this chapter needs…';
+    return t('Starting the run this chapter needs…');
   }
 
   // A heavy chapter's run may be played from a recording of a real run (the hello says so):
@@ -188,14 +195,14 @@ export function mountStory(store, { getStage, actions, labels }) {
     const rec = store.state.hello?.recording;
     if (!rec || !watchingIt()) return '';
     const step = store.state.step?.step ?? 0;
-    if (step >= rec.last_step) return `The recording of this real run ends at step ${rec.last_step}.`;
-    return `Played from a recording of a real run of this model (steps ${rec.first_step}–${rec.last_step}, recorded ${String(rec.made_at).slice(0, 10)}), not computed now.`;
+    if (step >= rec.last_step) return t('The recording of this real run ends at step {last}.', { last: rec.last_step });
+    return t('Played from a recording of a real run of this model (steps {first}–{last}, recorded {date}), not computed now.', { first: rec.first_step, last: rec.last_step, date: String(rec.made_at).slice(0, 10) });
   }
 
   // ---- showing a chapter ----------------------------------------------------------------
 
   function filled(text) {
-    return fillTemplate(text, values());
+    return say(text, values());
   }
 
   function render() {
@@ -305,11 +312,11 @@ export function mountStory(store, { getStage, actions, labels }) {
     const my = ++entering;
     store.set('story', { id: story.id, chapter: index + 1, chapters: story.chapters.length });
     writeUrl();
-    els.count.textContent = `chapter ${index + 1} of ${story.chapters.length}`;
-    els.group.textContent = ch.group;
+    els.count.textContent = t('chapter {n} of {total}', { n: index + 1, total: story.chapters.length });
+    els.group.textContent = say(ch.group);
     box.dataset.chapter = ch.id;
     els.doBtn.hidden = !ch.do;
-    els.doBtn.textContent = ch.do ? `${ch.do.label} (Space)` : '';
+    els.doBtn.textContent = ch.do ? t('{label} (Space)', { label: say(ch.do.label) }) : '';
     ensureRun({ fresh: Boolean(ch.fresh && forward) });
     if (store.state.hello) warmAhead();
     camera(ch);
@@ -332,7 +339,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     if (!ch?.do) return false;
     if (ch.do.action !== 'oom' && !canControl()) {
       // Said until the chapter changes: the next step's render keeps it.
-      notYours = 'Only the presenter can change the run: you follow along with what it is doing.';
+      notYours = t('Only the presenter can change the run: you follow along with what it is doing.');
       render();
       return true;
     }
@@ -420,8 +427,8 @@ export function mountStory(store, { getStage, actions, labels }) {
   // or spin the scene); Shift+G opens it from anywhere (G alone is the scale field).
   function onKey(ev) {
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    const t = ev.target;
-    if (t instanceof Element && t.closest('input, textarea, select, [contenteditable]')) return;
+    const target = ev.target;
+    if (target instanceof Element && target.closest('input, textarea, select, [contenteditable]')) return;
     if (!active) {
       if (ev.key === 'G' && ev.shiftKey) {
         ev.preventDefault();
@@ -442,11 +449,11 @@ export function mountStory(store, { getStage, actions, labels }) {
         prev();
         break;
       case 'Enter':
-        if (t instanceof Element && t.closest('button, a[href]')) done = false;
+        if (target instanceof Element && target.closest('button, a[href]')) done = false;
         else next();
         break;
       case ' ':
-        if (t instanceof Element && t.closest('button, a[href]')) done = false;
+        if (target instanceof Element && target.closest('button, a[href]')) done = false;
         else done = doIt();
         break;
       case 'Escape':

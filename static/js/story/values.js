@@ -3,32 +3,43 @@
 // on an earlier chapter's run (`memo`), from the engine's side copies (`drift`) or from the
 // memory lab's full-size figures the story route sends (`figures`). Nothing typed.
 // A number not known yet reads '…' (the player waits for it before calling a chapter ready).
+// The captions' values are English (the translator puts a filled caption into the page's
+// language); the figures' (`here`) are in the page's language, for their own sentences.
 
+import { t as pageT, wordsFor } from '../i18n/lang.js';
+import { bytes, loss, percent, seconds, unitsFor, whole } from '../i18n/units.js';
 import { liveValues } from '../ui/live.js';
-import { fmtBytes, fmtInt, fmtSeconds } from '../ui/format.js';
 
 export const PENDING = '…';
 
-const pct = (x) => (Number.isFinite(x) ? `${(100 * x).toFixed(x < 0.1 ? 1 : 0)}%` : PENDING);
-const count = (n) => (Number.isFinite(n) ? fmtInt(n) : PENDING);
-const bytes = (b) => (Number.isFinite(b) ? fmtBytes(b) : PENDING);
-const secs = (s) => (Number.isFinite(s) ? fmtSeconds(s) : PENDING);
+const EN = wordsFor('en');
+const ENGLISH = { t: EN.t, ...unitsFor(EN.num) };
+const HERE = { t: pageT, whole, bytes, seconds, percent, loss };
+
 /** A [first, last + 1) range, counted from 1: [0, 8] -> '1–8', [7, 8] -> '8'. */
 export const span = (r) => (r[1] - r[0] === 1 ? `${r[1]}` : `${r[0] + 1}–${r[1]}`);
 const range = (r) => (Array.isArray(r) && r[1] > r[0] ? span(r) : PENDING);
 
 /** Weights in words: 875,000,000 -> "875 million", 7e9 -> "7 billion". */
-export function bigCount(n) {
+export function bigCount(n, here = false) {
+  const { t, whole: count } = here ? HERE : ENGLISH;
+  const by = (x, d) => +(n / x).toFixed(d);
   if (!Number.isFinite(n)) return PENDING;
-  if (n >= 1e12) return `${+(n / 1e12).toFixed(1)} trillion`;
-  if (n >= 1e9) return `${+(n / 1e9).toFixed(1)} billion`;
-  if (n >= 1e6) return `${+(n / 1e6).toFixed(0)} million`;
-  return fmtInt(n);
+  if (n >= 1e12) return t('{n} trillion', { n: by(1e12, 1) });
+  if (n >= 1e9) return t('{n} billion', { n: by(1e9, 1) });
+  if (n >= 1e6) return t('{n} million', { n: by(1e6, 0) });
+  return count(n);
 }
 
-export function storyValues(store, { story, memo, drift, runKey }) {
+export function storyValues(store, { story, memo, drift, runKey, here = false }) {
+  const w = here ? HERE : ENGLISH;
+  const { t } = w;
+  const pct = (x) => (Number.isFinite(x) ? w.percent(x, x < 0.1 ? 1 : 0) : PENDING);
+  const count = (n) => (Number.isFinite(n) ? w.whole(n) : PENDING);
+  const bytes = (b) => (Number.isFinite(b) ? w.bytes(b) : PENDING);
+  const secs = (x) => (Number.isFinite(x) ? w.seconds(x) : PENDING);
   const s = store.state;
-  const base = liveValues(store);
+  const base = here ? {} : liveValues(store);
   const hello = s.hello;
   const plan = hello?.plan ?? {};
   const cfg = hello?.config ?? {};
@@ -37,7 +48,7 @@ export function storyValues(store, { story, memo, drift, runKey }) {
   const roles = hello?.roles ?? [];
   const fig = story?.figures ?? {};
   const probe = step?.probe ?? s.lastProbe;
-  const time = probe?.top?.find((t) => t.token === 'time');
+  const time = probe?.top?.find((g) => g.token === 'time');
   const traffic = step?.plan_stats?.traffic_bytes ?? {};
   const a2a = Object.entries(traffic).filter(([k]) => k.includes('all_to_all') || k.includes('a2a')).reduce((a, [, v]) => a + v, 0);
   const layers = cfg.n_layer;
@@ -49,7 +60,7 @@ export function storyValues(store, { story, memo, drift, runKey }) {
   const ready = (v) => (Number.isFinite(v) ? v : NaN);
   return {
     ...base,
-    loss: step ? base.loss : PENDING,
+    loss: step ? base.loss ?? w.loss(step.loss) : PENDING,
     step: count(s.status?.step ?? step?.step),
     tokens: count(step?.tokens),
     sim_step: secs(step?.sim_step_s),
@@ -70,7 +81,7 @@ export function storyValues(store, { story, memo, drift, runKey }) {
     n_params: count(hello?.n_params),
     // The transformer layers' share of GPU 1's memory, per layer (the embedding is not a layer).
     layer_bytes: bytes(m0 && layers ? layerBytes(m0, fig, hello) : NaN),
-    p_time: time ? pct(time.p) : probe ? 'less than the top five guesses' : PENDING,
+    p_time: time ? pct(time.p) : probe ? t('less than the top five guesses') : PENDING,
     top_word: probe?.top?.[0]?.token ?? PENDING,
     top_p: probe?.top?.[0] ? pct(probe.top[0].p) : PENDING,
     drift_steps: count(drift?.apart?.steps),
@@ -80,7 +91,7 @@ export function storyValues(store, { story, memo, drift, runKey }) {
     sim_step_one: secs(memo.one?.sim_step),
     tokens_per_gpu: count(step && plan.dp ? step.tokens / plan.dp : NaN),
     tokens_per_gpu_one: count(memo.one?.tokens_per_gpu),
-    scale_layer_params: bigCount(fig.layer_params),
+    scale_layer_params: bigCount(fig.layer_params, here),
     bytes_per_weight: count(fig.bytes_per_weight),
     weight_grad_bytes: count(fig.weight_grad_bytes),
     optimizer_bytes: count(fig.optimizer_bytes),
@@ -91,7 +102,7 @@ export function storyValues(store, { story, memo, drift, runKey }) {
     gpu1_experts: range(roles[0]?.experts),
     gpu2_experts: range(roles[1]?.experts),
     gpu1_layers: range(roles[0]?.layers),
-    gpu1_layers_words: roles[0] ? `layer${roles[0].layers[1] - roles[0].layers[0] > 1 ? 's' : ''} ${range(roles[0].layers)}` : PENDING,
+    gpu1_layers_words: roles[0] ? t(['layer {layers}', 'layers {layers}'], { layers: range(roles[0].layers) }, roles[0].layers[1] - roles[0].layers[0]) : PENDING,
     memory_before: bytes(memo.dp2?.memory),
     a2a_bytes: bytes(step ? a2a : NaN),
     stage1_layers: range(stageOf(0)?.layers),
