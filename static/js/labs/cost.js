@@ -7,19 +7,20 @@
 // (POST /api/labs/estimate: FLOPs from the active parameters, GPU-hours, days, energy, cost,
 // interruptions) with its assumptions stated.
 
-import { h, money, plain } from './dom.js';
+import { t } from '../i18n/lang.js';
+import { h, local } from './dom.js';
 import * as api from './api.js';
 
-const FIELDS = [
-  { key: 'params', label: 'Model size (parameters)', type: 'text', hint: 'e.g. 7B, 70B, 1T' },
-  { key: 'tokens', label: 'Training tokens', type: 'text', hint: 'e.g. 300B, 2T, 15T' },
-  { key: 'gpus', label: 'GPUs', type: 'number', min: 1, step: 1 },
-  { key: 'utilisation', label: 'Utilisation (share of peak actually used)', type: 'number', min: 0.01, max: 1, step: 0.05 },
-  { key: 'peak_tflops', label: 'Peak TFLOP/s per GPU (BF16, dense)', type: 'number', min: 1, step: 1 },
-  { key: 'power_w', label: 'Power per GPU (W)', type: 'number', min: 1, step: 10 },
-  { key: 'pue', label: 'PUE: data-centre overhead', type: 'number', min: 1, max: 5, step: 0.05 },
-  { key: 'price_per_gpu_hour', label: 'Rent, $ per GPU-hour (rough 2026)', type: 'number', min: 0, step: 0.1 },
-  { key: 'kwh_price', label: 'Electricity, $ per kWh', type: 'number', min: 0, step: 0.01 },
+const FIELDS = () => [
+  { key: 'params', label: t('Model size (parameters)'), type: 'text', hint: t('e.g. 7B, 70B, 1T') },
+  { key: 'tokens', label: t('Training tokens'), type: 'text', hint: t('e.g. 300B, 2T, 15T') },
+  { key: 'gpus', label: t('GPUs'), type: 'number', min: 1, step: 1 },
+  { key: 'utilisation', label: t('Utilisation (share of peak actually used)'), type: 'number', min: 0.01, max: 1, step: 0.05 },
+  { key: 'peak_tflops', label: t('Peak TFLOP/s per GPU (BF16, dense)'), type: 'number', min: 1, step: 1 },
+  { key: 'power_w', label: t('Power per GPU (W)'), type: 'number', min: 1, step: 10 },
+  { key: 'pue', label: t('PUE: data-centre overhead'), type: 'number', min: 1, max: 5, step: 0.05 },
+  { key: 'price_per_gpu_hour', label: t('Rent, $ per GPU-hour (rough 2026)'), type: 'number', min: 0, step: 0.1 },
+  { key: 'kwh_price', label: t('Electricity, $ per kWh'), type: 'number', min: 0, step: 0.01 },
 ];
 // These follow the GPU choice until someone types their own value.
 const FROM_GPU = { peak_tflops: 'bf16_tflops', power_w: 'power_w', price_per_gpu_hour: 'price_per_hour' };
@@ -61,8 +62,8 @@ export function create() {
 
   function mount(body, { setTitle }) {
     els = { inputs: {}, gpu: h('select', { id: 'cost-gpu', class: 'lab-input' }), outs: h('div', { class: 'cost-outs' }), assumptions: h('ul', { class: 'lab-rules' }), sources: h('p', { class: 'lab-source' }), talk: h('div', { class: 'cost-talk' }), error: h('p', { class: 'lab-error', role: 'alert' }) };
-    const grid = h('div', { class: 'cost-grid' }, h('label', { class: 'cost-field' }, h('span', { text: 'GPU' }), els.gpu));
-    for (const f of FIELDS) {
+    const grid = h('div', { class: 'cost-grid' }, h('label', { class: 'cost-field' }, h('span', { text: t('GPU') }), els.gpu));
+    for (const f of FIELDS()) {
       const inp = h('input', { id: `cost-${f.key}`, class: 'lab-input', type: f.type, min: f.min, max: f.max, step: f.step, placeholder: f.hint, value: state[f.key] ?? '' });
       inp.addEventListener('change', () => {
         const raw = inp.value.trim();
@@ -73,7 +74,7 @@ export function create() {
       els.inputs[f.key] = inp;
       grid.append(h('label', { class: 'cost-field' }, h('span', { text: f.label }), inp));
     }
-    els.active = h('input', { id: 'cost-active_params', class: 'lab-input', type: 'text', placeholder: 'e.g. 37B; empty: all', value: extra.active_params });
+    els.active = h('input', { id: 'cost-active_params', class: 'lab-input', type: 'text', placeholder: t('e.g. 37B; empty: all'), value: extra.active_params });
     els.precision = h('select', { id: 'cost-precision', class: 'lab-input' }, h('option', { value: 'bf16', text: 'BF16' }), h('option', { value: 'fp8', text: 'FP8' }));
     els.active.addEventListener('change', () => {
       extra.active_params = els.active.value.trim();
@@ -92,14 +93,14 @@ export function create() {
       compute();
     });
     body.append(
-      h('p', { class: 'lab-lede', text: 'Every assumption below can be changed. Work = 6 × parameters × tokens; the rest follows.' }),
+      h('p', { class: 'lab-lede', text: t('Every assumption below can be changed. Work = 6 × parameters × tokens; the rest follows.') }),
       grid,
       els.error,
       els.outs,
-      h('h3', { text: 'Assumptions' }),
+      h('h3', { text: t('Assumptions') }),
       els.assumptions,
-      h('h3', { text: 'The whole run, as trainingrun estimate works it out' }),
-      h('div', { class: 'cost-grid' }, h('label', { class: 'cost-field' }, h('span', { text: 'Active parameters (mixture of experts)' }), els.active), h('label', { class: 'cost-field' }, h('span', { text: 'Precision' }), els.precision)),
+      h('h3', { text: t('The whole run, as trainingrun estimate works it out') }),
+      h('div', { class: 'cost-grid' }, h('label', { class: 'cost-field' }, h('span', { text: t('Active parameters (mixture of experts)') }), els.active), h('label', { class: 'cost-field' }, h('span', { text: t('Precision') }), els.precision)),
       els.estimateError,
       els.estimate,
       els.estimateRules,
@@ -112,7 +113,7 @@ export function create() {
     }).catch(() => {});
     api.content().then((c) => {
       setTitle(c.cost.title);
-      els.talk.replaceChildren(h('h3', { text: 'Is it worth it?' }), ...c.cost.paragraphs.map((p) => h('p', { text: p })), h('p', { class: 'lab-note', text: c.cost.note }));
+      els.talk.replaceChildren(h('h3', { text: t('Is it worth it?') }), ...c.cost.paragraphs.map((p) => h('p', { text: p })), h('p', { class: 'lab-note', text: c.cost.note }));
     }).catch(() => {});
     compute();
   }
@@ -127,24 +128,25 @@ export function create() {
     // Show the figures actually used, so defaults taken from the GPU are visible too.
     for (const k of Object.keys(FROM_GPU)) if (!edited.has(k)) els.inputs[k].value = i[k];
     const days = r.days;
-    const time = days >= 2 ? `${plain(days)} days` : `${plain(r.seconds / 3600)} hours`;
+    const { plain, money, sci } = local;
+    const time = days >= 2 ? t('{n} days', { n: plain(days) }) : t('{n} hours', { n: plain(r.seconds / 3600) });
     els.outs.replaceChildren(
-      out('Training time', time, `${plain(i.gpus)} GPUs at ${Math.round(i.utilisation * 100)}%`),
-      out('GPU-hours', plain(r.gpu_hours), `${(r.flops).toExponential(2)} FLOPs of work`),
-      out('Energy', r.energy_kwh >= 1000 ? `${plain(r.energy_kwh / 1000)} MWh` : `${plain(r.energy_kwh)} kWh`, `≈ ${plain(r.homes_for_a_year)} US homes for a year`),
-      out('Cost', money(r.rental_cost), `rent; electricity alone ${money(r.electricity_cost)}`),
-      out('Interruptions', `${plain(r.interruptions_per_day)} a day`, `on ${plain(i.gpus)} GPUs; ≈ ${plain(r.interruptions)} over the run (Llama 3's rate)`),
+      out(t('Training time'), time, t('{gpus} GPUs at {pct}%', { gpus: plain(i.gpus), pct: Math.round(i.utilisation * 100) })),
+      out(t('GPU-hours'), plain(r.gpu_hours), t('{flops} FLOPs of work', { flops: sci(r.flops) })),
+      out(t('Energy'), r.energy_kwh >= 1000 ? t('{n} MWh', { n: plain(r.energy_kwh / 1000) }) : t('{n} kWh', { n: plain(r.energy_kwh) }), t('≈ {n} US homes for a year', { n: plain(r.homes_for_a_year) })),
+      out(t('Cost'), money(r.rental_cost), t('rent; electricity alone {money}', { money: money(r.electricity_cost) })),
+      out(t('Interruptions'), t('{n} a day', { n: plain(r.interruptions_per_day) }), t("on {gpus} GPUs; ≈ {n} over the run (Llama 3's rate)", { gpus: plain(i.gpus), n: plain(r.interruptions) })),
     );
     const e = estimate;
     els.estimateError.textContent = e?.error ? `Check ${e.error.field ?? 'the input'}: ${e.error.message.replace(/^\w+: /, '')}` : '';
     if (e && !e.error) {
       els.estimate.replaceChildren(
-        out('Work', `${e.flops.toExponential(2)} FLOPs`, `6 × ${plain(e.active_params)} active parameters × ${plain(e.tokens)} tokens`),
-        out('GPU-hours', plain(e.gpu_hours), `${e.precision.toUpperCase()} at ${Math.round(e.mfu * 100)}% MFU`),
-        out('Days', plain(e.days), `on ${plain(e.gpus)} GPUs`),
-        out('Energy', `${plain(e.energy_mwh)} MWh`, `PUE ${e.pue}`),
-        out('Cost', money(e.cost_usd), `at $${e.price_per_gpu_hour} per GPU-hour`),
-        out('Interruptions', plain(e.interruptions), `≈ ${plain(e.interruptions_per_day)} a day`),
+        out(t('Work'), t('{flops} FLOPs', { flops: sci(e.flops) }), t('6 × {active} active parameters × {tokens} tokens', { active: plain(e.active_params), tokens: plain(e.tokens) })),
+        out(t('GPU-hours'), plain(e.gpu_hours), t('{precision} at {pct}% MFU', { precision: e.precision.toUpperCase(), pct: Math.round(e.mfu * 100) })),
+        out(t('Days'), plain(e.days), t('on {gpus} GPUs', { gpus: plain(e.gpus) })),
+        out(t('Energy'), t('{n} MWh', { n: plain(e.energy_mwh) }), t('PUE {pue}', { pue: e.pue })),
+        out(t('Cost'), money(e.cost_usd), t('at ${price} per GPU-hour', { price: e.price_per_gpu_hour })),
+        out(t('Interruptions'), plain(e.interruptions), t('≈ {n} a day', { n: plain(e.interruptions_per_day) })),
       );
       els.estimateRules.replaceChildren(...e.assumptions.map((a) => h('li', { text: a })));
     } else {
@@ -153,7 +155,7 @@ export function create() {
     }
     els.assumptions.replaceChildren(...r.assumptions.map((a) => h('li', { text: a })));
     // One element per source, so a page in another language finds each one's words.
-    els.sources.replaceChildren('Sources: ', ...r.sources.flatMap((src, k) => [...(k ? ['; '] : []), h('span', { text: src })]), '.');
+    els.sources.replaceChildren(`${t('Sources:')} `, ...r.sources.flatMap((src, k) => [...(k ? ['; '] : []), h('span', { text: src })]), '.');
   }
 
   return {

@@ -1,5 +1,7 @@
 // Tiny DOM helpers shared by the lab panels: build elements, and an SVG namespace variant.
 
+import { join, num, t } from '../i18n/lang.js';
+
 export function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   setAttrs(node, attrs);
@@ -56,3 +58,30 @@ export function plain(x) {
   if (!Number.isFinite(x)) return '–';
   return x >= 100 ? Math.round(x).toLocaleString('en-US') : sig3(x);
 }
+
+// The same writers the page's language's way (1,12 TB, 2,5 Mrd. $), marked as made (i18n/units.js).
+function sig(x) {
+  const d = x >= 100 || !x ? 0 : Math.max(0, 2 - Math.floor(Math.log10(Math.abs(x))));
+  return d ? num(Number(x.toPrecision(3)), `up to ${d}`) : num(Math.round(x));
+}
+const BYTES = [['PB', 1e15], ['TB', 1e12], ['GB', 1e9], ['MB', 1e6], ['KB', 1e3]];
+const COUNTS = [['T', 1e12], ['B', 1e9], ['M', 1e6], ['K', 1e3]];
+const scaled = (x, units, gap) => {
+  for (const [u, scale] of units) if (x >= scale) return `${sig(x / scale)}${gap}${u}`;
+  return `${num(Math.round(x))}${gap ? ' B' : ''}`;
+};
+const made = (f) => (x) => (Number.isFinite(x) ? join([f(x)]) : '–');
+export const local = {
+  sig3: made(sig),
+  bytes: made((b) => scaled(b, BYTES, ' ')),
+  count: made((n) => scaled(n, COUNTS, '')),
+  plain: made((x) => (x >= 100 ? num(Math.round(x)) : sig(x))),
+  money: made((x) =>
+    x >= 1e9 ? t('${x} billion', { x: sig(x / 1e9) }) : x >= 1e6 ? t('${x} million', { x: sig(x / 1e6) }) : x >= 1e3 ? t('${x} thousand', { x: sig(x / 1e3) }) : t('${x}', { x: num(x, x >= 10 ? 0 : 2) }),
+  ),
+  /** 3.36e+23, with the language's decimal sign. */
+  sci: made((x) => {
+    const [m, e] = x.toExponential(2).split('e');
+    return `${num(Number(m), 2)}e${e}`;
+  }),
+};

@@ -10,6 +10,7 @@
 // The stage comes from ui.getStage() (main.js passes it); without one (no WebGL, or an older
 // main.js) the labs still work and only the re-framing is skipped.
 
+import { t } from '../i18n/lang.js';
 import { h } from './dom.js';
 import { peekingRight, safeAreaFor, topClear } from './frame.js';
 import { CATALOG } from './catalog.js';
@@ -29,19 +30,19 @@ export function mountLabs({ store, ui } = {}) {
 
   const panels = CATALOG.map((lab) => {
     const titleId = `lab-${lab.id}-title`;
-    const title = h('h2', { id: titleId, text: lab.title });
+    const title = h('h2', { id: titleId, text: lab.title() });
     const close = h('button', {
       type: 'button',
       class: 'lab-close',
-      'aria-label': `Close (Esc)`,
-      title: 'Close (Esc)',
+      'aria-label': t('Close (Esc)'),
+      title: t('Close (Esc)'),
       text: '×',
       onclick: () => closeAll(),
     });
     const head = h(
       'header',
       { class: 'lab-head' },
-      h('div', {}, h('p', { class: 'lab-kicker', text: `${lab.kicker} · key ${lab.key.toUpperCase()}` }), title),
+      h('div', {}, h('p', { class: 'lab-kicker', text: t('{kicker} · key {key}', { kicker: lab.kicker(), key: lab.key.toUpperCase() }) }), title),
       close,
     );
     const body = h('div', { class: 'lab-body' });
@@ -69,7 +70,7 @@ export function mountLabs({ store, ui } = {}) {
   function load(p) {
     p.loading ??= p.lab.load().then((mod) => {
       const impl = mod.create({ store, ui });
-      impl.mount(p.body, { setTitle: (t) => (p.title.textContent = t) });
+      impl.mount(p.body, { setTitle: (text) => (p.title.textContent = text) });
       p.impl = impl;
       return impl;
     });
@@ -194,7 +195,7 @@ export function mountLabs({ store, ui } = {}) {
       })
       .catch((err) => {
         console.warn(`lab ${id} could not be loaded`, err);
-        p.body.replaceChildren(h('p', { class: 'lab-error', role: 'alert', text: 'This lab could not be loaded. Reload the page to try again.' }));
+        p.body.replaceChildren(h('p', { class: 'lab-error', role: 'alert', text: t('This lab could not be loaded. Reload the page to try again.') }));
       });
   }
 
@@ -213,7 +214,17 @@ export function mountLabs({ store, ui } = {}) {
   Object.defineProperty(window, 'trainingRunLabs', { value: hook, configurable: true });
 
   return {
-    keys: panels.map((p) => ({ key: p.lab.key, label: p.lab.label, open: () => open(p.lab.id) })),
+    // label and title ("ring lab (R)") in the page's language, made when read
+    keys: panels.map(({ lab }) => ({
+      key: lab.key,
+      get label() {
+        return lab.label();
+      },
+      get title() {
+        return t('{label} ({key})', { label: lab.label(), key: lab.key.toUpperCase() });
+      },
+      open: () => open(lab.id),
+    })),
     closeAll,
     open,
     // For presenting and lesson links (presenter/parts.js): which lab is open, and a lab by id.

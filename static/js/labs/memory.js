@@ -4,7 +4,9 @@
 // the whole training state on one GPU (it towers over the wall), then, with "spread over N
 // GPUs", each GPU's share of it (the walls come back below the line).
 
-import { h, bytes, count, sig3 } from './dom.js';
+import { t } from '../i18n/lang.js';
+import { whole } from '../i18n/units.js';
+import { h, bytes, local } from './dom.js';
 import * as api from './api.js';
 
 export function create({ store }) {
@@ -86,11 +88,11 @@ export function create({ store }) {
     els = {
       root: body,
       lede: h('p', { class: 'lab-lede' }),
-      sizes: h('div', { class: 'chips', role: 'group', 'aria-label': 'Model size' }),
-      or: h('label', { class: 'custom', for: 'mem-params', text: 'or' }),
-      custom: h('input', { type: 'text', class: 'lab-input', id: 'mem-params', value: state.params, 'aria-label': 'Custom model size, e.g. 30B', inputmode: 'decimal', size: '7' }),
-      precisions: h('div', { class: 'chips', role: 'group', 'aria-label': 'Precision: bytes per number' }),
-      gpus: h('div', { class: 'chips', role: 'group', 'aria-label': 'GPU' }),
+      sizes: h('div', { class: 'chips', role: 'group', 'aria-label': t('Model size') }),
+      or: h('label', { class: 'custom', for: 'mem-params', text: t('or') }),
+      custom: h('input', { type: 'text', class: 'lab-input', id: 'mem-params', value: state.params, 'aria-label': t('Custom model size, e.g. 30B'), inputmode: 'decimal', size: '7' }),
+      precisions: h('div', { class: 'chips', role: 'group', 'aria-label': t('Precision: bytes per number') }),
+      gpus: h('div', { class: 'chips', role: 'group', 'aria-label': t('GPU') }),
       outs: h('div', { class: 'mem-outs' }),
       bar: h('div', { class: 'mem-bar', role: 'img' }),
       barKey: h('ul', { class: 'mem-key' }),
@@ -110,18 +112,18 @@ export function create({ store }) {
     });
     body.append(
       els.lede,
-      h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: 'Model size (parameters)' }), els.sizes),
-      h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: 'GPU' }), els.gpus),
+      h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: t('Model size (parameters)') }), els.sizes),
+      h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: t('GPU') }), els.gpus),
       els.error,
       // The verdict and "spread" come before the finer choices, so they are on screen
       // without scrolling on a small projector; precision changes serving only.
       h('div', { class: 'mem-verdict' }, h('div', { class: 'lab-row mem-verdict-head' }, els.verdict, els.spread), els.onegpu, els.spreadNote),
-      h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: 'Precision: bytes per number (weights and serving)' }), els.precisions),
+      h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: t('Precision: bytes per number (weights and serving)') }), els.precisions),
       els.outs,
-      h('h3', { text: 'Training memory, byte by byte' }),
+      h('h3', { text: t('Training memory, byte by byte') }),
       els.bar,
       els.barKey,
-      h('h3', { text: 'Rules of thumb used here' }),
+      h('h3', { text: t('Rules of thumb used here') }),
       els.rules,
       els.source,
       els.idea,
@@ -137,7 +139,7 @@ export function create({ store }) {
       els.gpus.replaceChildren(...o.gpus.map((g) => choice('gpu', g.id, shortGpu(g.label), (v) => pick('gpu', v), g.label)));
       els.rules.replaceChildren(...o.rules.map((r) => h('li', { text: r })));
       syncChips();
-    }).catch((err) => (els.error.textContent = `Could not load the options (${err.message}).`));
+    }).catch((err) => (els.error.textContent = t('Could not load the options ({error}).', { error: err.message })));
     compute();
   }
 
@@ -147,12 +149,12 @@ export function create({ store }) {
 
   function render() {
     const r = result;
-    const usable = bytes(r.usable_bytes_per_gpu);
+    const usable = local.bytes(r.usable_bytes_per_gpu);
     els.outs.replaceChildren(
-      out('Weights', bytes(r.weights_bytes), `${count(r.params)} × ${r.bytes_per_param} B`),
-      out('GPUs to answer', String(r.gpus_to_serve), `${bytes(r.serve_bytes)} with +20% over ${usable} each`, 'gpus'),
-      out('Training memory', bytes(r.training_bytes), `${r.training_bytes_per_param} bytes per parameter`),
-      out('GPUs just to fit training', String(r.gpus_to_fit_training), `${r.gpus_to_fit_training_fp32_grads} at 18 B/param`, 'gpus'),
+      out(t('Weights'), local.bytes(r.weights_bytes), t('{count} × {bytes} B', { count: local.count(r.params), bytes: r.bytes_per_param })),
+      out(t('GPUs to answer'), whole(r.gpus_to_serve), t('{serve} with +20% over {usable} each', { serve: local.bytes(r.serve_bytes), usable }), 'gpus'),
+      out(t('Training memory'), local.bytes(r.training_bytes), t('{n} bytes per parameter', { n: r.training_bytes_per_param })),
+      out(t('GPUs just to fit training'), whole(r.gpus_to_fit_training), t('{n} at 18 B/param', { n: r.gpus_to_fit_training_fp32_grads }), 'gpus'),
     );
     const total = r.training_bytes;
     els.bar.setAttribute('aria-label', `Training memory: ${r.training_parts.map((p) => `${p.label} ${bytes(p.bytes)}`).join(', ')}`);
@@ -160,15 +162,18 @@ export function create({ store }) {
       h('span', { class: `seg seg-${p.name}`, style: `flex-grow:${p.bytes / total}`, title: `${p.label}: ${bytes(p.bytes)}` }, h('b', { text: `${p.bytes_per_param}` }), ' B'),
     ));
     els.barKey.replaceChildren(
-      h('li', {}, h('i', { class: 'sw seg-weights' }), `weight + gradient: 4 B (${bytes(r.training_parts[0].bytes + r.training_parts[1].bytes)})`),
-      h('li', {}, h('i', { class: 'sw seg-master' }), `optimizer: fp32 copy, momentum, variance: 12 B (${bytes(r.training_parts.slice(2).reduce((a, p) => a + p.bytes, 0))})`),
-      h('li', { class: 'muted', text: `With fp32 gradients the weight and its gradient take 6 B, so 18 B in all: ${bytes(r.training_bytes_fp32_grads)}.` }),
+      h('li', {}, h('i', { class: 'sw seg-weights' }), t('weight + gradient: 4 B ({size})', { size: local.bytes(r.training_parts[0].bytes + r.training_parts[1].bytes) })),
+      h('li', {}, h('i', { class: 'sw seg-master' }), t('optimizer: fp32 copy, momentum, variance: 12 B ({size})', { size: local.bytes(r.training_parts.slice(2).reduce((a, p) => a + p.bytes, 0)) })),
+      h('li', { class: 'muted', text: t('With fp32 gradients the weight and its gradient take 6 B, so 18 B in all: {size}.', { size: local.bytes(r.training_bytes_fp32_grads) }) }),
     );
     const frac = r.one_gpu_fraction;
     els.verdict.className = `mem-verdict-word ${r.fits_one_gpu ? 'fits' : 'nofit'}`;
-    els.verdict.textContent = r.fits_one_gpu ? 'Fits on one GPU.' : "Doesn't fit on one GPU.";
+    els.verdict.textContent = r.fits_one_gpu ? t('Fits on one GPU.') : t("Doesn't fit on one GPU.");
+    const one = { gpu: r.gpu_label.replace('NVIDIA ', ''), times: local.sig3(frac), share: local.sig3(frac * 100), usable, pct: Math.round(r.usable_fraction * 100), total: local.bytes(r.gpu_memory_bytes) };
     els.onegpu.replaceChildren(
-      `Training it on a single ${r.gpu_label.replace('NVIDIA ', '')} would need ${frac >= 1.5 ? `${sig3(frac)} times` : `${sig3(frac * 100)}% of`} its ${usable} usable memory (${Math.round(r.usable_fraction * 100)}% of ${bytes(r.gpu_memory_bytes)}).`,
+      frac >= 1.5
+        ? t('Training it on a single {gpu} would need {times} times its {usable} usable memory ({pct}% of {total}).', one)
+        : t('Training it on a single {gpu} would need {share}% of its {usable} usable memory ({pct}% of {total}).', one),
     );
     els.source.textContent = `GPU figures: ${r.source}. Decimal units: 1 GB = 10⁹ bytes.`;
     renderVerdict();
@@ -182,17 +187,20 @@ export function create({ store }) {
     const on = spread && canSpread();
     els.spread.disabled = !canSpread();
     els.spread.setAttribute('aria-pressed', String(on));
-    els.spread.textContent = canSpread() ? `Spread over ${n} GPUs` : 'One GPU holds it all';
-    const usable = bytes(r.usable_bytes_per_gpu);
+    els.spread.textContent = canSpread() ? t('Spread over {n} GPUs', { n }) : t('One GPU holds it all');
     if (on) {
-      const share = r.spread_case.fraction;
       const have = sceneGpus();
-      const fewer = have > 0 && have < n ? ` This scene has ${have} GPUs, so its ${have} walls each show one share; picture ${n - have} more like them.` : have > n ? ` Here ${n} of the scene's ${have} GPUs hold a share; the others are free.` : '';
-      els.spreadNote.textContent = `Each of the ${n} GPUs holds 1/${n} of the training state: ${bytes(r.training_bytes / n)} of its ${usable} usable (${Math.round(share * 100)}%): it fits.${fewer} Press again for one GPU.`;
+      const v = { n, have, more: n - have, share: local.bytes(r.training_bytes / n), usable: local.bytes(r.usable_bytes_per_gpu), pct: Math.round(r.spread_case.fraction * 100) };
+      els.spreadNote.textContent =
+        have > 0 && have < n
+          ? t('Each of the {n} GPUs holds 1/{n} of the training state: {share} of its {usable} usable ({pct}%): it fits. This scene has {have} GPUs, so its {have} walls each show one share; picture {more} more like them. Press again for one GPU.', v)
+          : have > n
+            ? t("Each of the {n} GPUs holds 1/{n} of the training state: {share} of its {usable} usable ({pct}%): it fits. Here {n} of the scene's {have} GPUs hold a share; the others are free. Press again for one GPU.", v)
+            : t('Each of the {n} GPUs holds 1/{n} of the training state: {share} of its {usable} usable ({pct}%): it fits. Press again for one GPU.', v);
     } else if (!r.fits_one_gpu) {
-      els.spreadNote.textContent = `The walls in the scene show it on one GPU: the hatched tower is what does not fit, drawn on a log scale (a bright tick at every ×10). Sharing it out over ${n} GPUs, each holding 1/${n}, is the least that fits.`;
+      els.spreadNote.textContent = t('The walls in the scene show it on one GPU: the hatched tower is what does not fit, drawn on a log scale (a bright tick at every ×10). Sharing it out over {n} GPUs, each holding 1/{n}, is the least that fits.', { n });
     } else {
-      els.spreadNote.textContent = 'The walls in the scene show it on one GPU while this panel is open.';
+      els.spreadNote.textContent = t('The walls in the scene show it on one GPU while this panel is open.');
     }
   }
 

@@ -2,6 +2,7 @@
 // it), each numbered part of the main scene pointed out on the real thing, with a figure and
 // its source. The words come from scenes/reallook.json (GET /api/labs/reallook).
 
+import { t } from '../i18n/lang.js';
 import { h } from './dom.js';
 import { once } from './api.js';
 import { LEADS, buildHall } from './hall.js';
@@ -77,7 +78,7 @@ export function create() {
     try {
       hall = buildHall(els.canvas);
     } catch (err) {
-      failed = `This browser could not draw the hall (${err.message}); the parts are listed below.`;
+      failed = t('This browser could not draw the hall ({error}); the parts are listed below.', { error: err.message });
       els.error.textContent = failed;
       return;
     }
@@ -125,7 +126,7 @@ export function create() {
   }
 
   function mount(body) {
-    const canvas = h('canvas', { class: 'hall-canvas', tabindex: '0', 'aria-label': 'A row of a data hall: drag or use the arrow keys to turn it' });
+    const canvas = h('canvas', { class: 'hall-canvas', tabindex: '0', 'aria-label': t('A row of a data hall: drag or use the arrow keys to turn it') });
     const overlay = h('div', { class: 'hall-tags', 'aria-hidden': 'true' });
     const leads = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
     leads.setAttribute('class', 'hall-leads');
@@ -139,11 +140,11 @@ export function create() {
     els = { canvas, overlay, leads, lede, note, list, scale, error, tags: new Map() };
     wireOrbit(canvas);
     once('/api/labs/reallook')
-      .then((t) => {
-        text = t;
-        lede.textContent = t.lede;
-        note.textContent = t.scale_note;
-        list.replaceChildren(...t.parts.map((p) => {
+      .then((doc) => {
+        text = doc;
+        lede.textContent = doc.lede;
+        note.textContent = doc.scale_note;
+        list.replaceChildren(...doc.parts.map((p) => {
           const item = h(
             'li',
             { class: 'hall-part', 'data-part': p.part, tabindex: '0' },
@@ -162,16 +163,16 @@ export function create() {
           }
           return item;
         }));
-        for (const p of t.parts) {
+        for (const p of doc.parts) {
           const tag = h('span', { class: 'hall-tag', 'data-n': String(p.n) }, h('b', { text: String(p.n) }), h('span', { text: p.name }));
           overlay.append(tag);
           els.tags.set(p.n, tag);
         }
-        scale.replaceChildren(...t.scale.map((s) => h('li', { text: s })), h('li', { class: 'hall-source', text: `Source: ${t.scale_source}` }));
+        scale.replaceChildren(...doc.scale.map((s) => h('li', { text: s })), h('li', { class: 'hall-source', text: `Source: ${doc.scale_source}` }));
         if (shown) start();
         else placeTags();
       })
-      .catch((err) => (error.textContent = `Could not load the data hall's notes (${err.message}).`));
+      .catch((err) => (error.textContent = t("Could not load the data hall's notes ({error}).", { error: err.message })));
   }
 
   return {

@@ -2,7 +2,9 @@
 // passes forwards and back: reduce-scatter, then all-gather. Every value, send and byte count
 // comes from the engine's own ring_allreduce via GET /api/labs/ring; nothing is recomputed here.
 
-import { h, s, bytes } from './dom.js';
+import { join, num, t } from '../i18n/lang.js';
+import { whole } from '../i18n/units.js';
+import { h, s, local } from './dom.js';
 import * as api from './api.js';
 
 const LETTERS = 'ABCDEFGHIJKLMNOP';
@@ -38,7 +40,7 @@ export function create() {
       els.error.textContent = '';
       render();
     } catch (err) {
-      if (loading === p) els.error.textContent = `Could not load the ring (${err.message}).`;
+      if (loading === p) els.error.textContent = t('Could not load the ring ({error}).', { error: err.message });
     } finally {
       if (loading === p) loading = null;
     }
@@ -58,44 +60,44 @@ export function create() {
   function setGpus(n) {
     gpus = Math.max(MIN, Math.min(MAX, n));
     pass = 0;
-    els.gcount.textContent = String(gpus);
+    els.gcount.textContent = whole(gpus);
     load();
   }
 
   function mount(body, { setTitle }) {
     els = {
       lede: h('p', { class: 'lab-lede' }),
-      gminus: h('button', { type: 'button', class: 'lab-btn', 'aria-label': 'Fewer GPUs', text: '−', onclick: () => setGpus(gpus - 1) }),
-      gcount: h('output', { class: 'lab-num', 'aria-live': 'polite', text: String(gpus) }),
-      gplus: h('button', { type: 'button', class: 'lab-btn', 'aria-label': 'More GPUs', text: '+', onclick: () => setGpus(gpus + 1) }),
-      reseed: h('button', { type: 'button', class: 'lab-btn wide', text: 'new numbers', onclick: () => { seed += 1; pass = 0; load(); } }),
-      back: h('button', { type: 'button', class: 'lab-btn wide', 'data-act': 'back', title: 'Previous pass (,)', text: '◀ back', onclick: () => go(pass - 1) }),
-      next: h('button', { type: 'button', class: 'lab-btn wide primary', 'data-act': 'next', title: 'Next pass (.)', text: 'next ▶', onclick: () => go(pass + 1) }),
+      gminus: h('button', { type: 'button', class: 'lab-btn', 'aria-label': t('Fewer GPUs'), text: '−', onclick: () => setGpus(gpus - 1) }),
+      gcount: h('output', { class: 'lab-num', 'aria-live': 'polite', text: whole(gpus) }),
+      gplus: h('button', { type: 'button', class: 'lab-btn', 'aria-label': t('More GPUs'), text: '+', onclick: () => setGpus(gpus + 1) }),
+      reseed: h('button', { type: 'button', class: 'lab-btn wide', text: t('new numbers'), onclick: () => { seed += 1; pass = 0; load(); } }),
+      back: h('button', { type: 'button', class: 'lab-btn wide', 'data-act': 'back', title: t('Previous pass (,)'), text: t('◀ back'), onclick: () => go(pass - 1) }),
+      next: h('button', { type: 'button', class: 'lab-btn wide primary', 'data-act': 'next', title: t('Next pass (.)'), text: t('next ▶'), onclick: () => go(pass + 1) }),
       counter: h('output', { class: 'ring-counter', 'aria-live': 'polite' }),
       phase: h('p', { class: 'ring-phase' }),
-      svg: s('svg', { class: 'ring-svg', viewBox: '-250 -250 500 500', role: 'img', 'aria-label': 'GPUs in a ring' }),
+      svg: s('svg', { class: 'ring-svg', viewBox: '-250 -250 500 500', role: 'img', 'aria-label': t('GPUs in a ring') }),
       table: h('table', { class: 'ring-table' }),
       links: h('p', { class: 'ring-links' }),
       chartTitle: h('p', { class: 'ring-chart-title' }),
       chartLegend: h(
         'ul',
         { class: 'ring-chart-legend' },
-        h('li', { class: 'ar' }, h('i', { class: 'key', 'aria-hidden': 'true' }), 'ring: every GPU sends to its neighbour'),
-        h('li', { class: 'naive' }, h('i', { class: 'key', 'aria-hidden': 'true' }), 'all to one GPU'),
+        h('li', { class: 'ar' }, h('i', { class: 'key', 'aria-hidden': 'true' }), t('ring: every GPU sends to its neighbour')),
+        h('li', { class: 'naive' }, h('i', { class: 'key', 'aria-hidden': 'true' }), t('all to one GPU')),
       ),
-      chart: s('svg', { class: 'ring-chart', role: 'img', 'aria-label': 'Busiest link load, ring against everyone-to-one, for 2 to 16 GPUs' }),
+      chart: s('svg', { class: 'ring-chart', role: 'img', 'aria-label': t('Busiest link load, ring against everyone-to-one, for 2 to 16 GPUs') }),
       why: h('p', { class: 'lab-note' }),
       idea: h('p', { class: 'lab-idea' }),
       error: h('p', { class: 'lab-error', role: 'alert' }),
     };
     body.append(
       els.lede,
-      h('div', { class: 'lab-row ring-controls' }, h('span', { class: 'lab-label', text: 'GPUs' }), els.gminus, els.gcount, els.gplus, els.reseed),
+      h('div', { class: 'lab-row ring-controls' }, h('span', { class: 'lab-label', text: t('GPUs') }), els.gminus, els.gcount, els.gplus, els.reseed),
       h('div', { class: 'lab-row ring-controls' }, els.back, els.counter, els.next),
       els.phase,
-      (els.main = h('div', { class: 'ring-main' }, h('div', { class: 'ring-svg-box' }, els.svg), (els.tableWrap = h('div', { class: 'ring-table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Each GPU\'s numbers, chunk by chunk' }, els.table)))),
+      (els.main = h('div', { class: 'ring-main' }, h('div', { class: 'ring-svg-box' }, els.svg), (els.tableWrap = h('div', { class: 'ring-table-wrap', tabindex: '0', role: 'region', 'aria-label': t("Each GPU's numbers, chunk by chunk") }, els.table)))),
       els.links,
-      h('h3', { text: 'Why a ring: the busiest link as the cluster grows' }),
+      h('h3', { text: t('Why a ring: the busiest link as the cluster grows') }),
       els.chartTitle,
       els.chartLegend,
       els.chart,
@@ -132,7 +134,7 @@ export function create() {
     if (!els || !data) return;
     const g = data.gpus;
     const n = total();
-    els.counter.textContent = `pass ${pass} / ${n}`;
+    els.counter.textContent = t('pass {pass} / {passes}', { pass, passes: n });
     els.back.disabled = pass === 0;
     els.next.disabled = pass === n;
     els.gminus.disabled = gpus <= MIN;
@@ -146,14 +148,14 @@ export function create() {
   }
 
   function phaseText(cur, g) {
-    if (!cur) return [h('b', { text: 'Start. ' }), 'Each GPU holds its own numbers, one per chunk. Every GPU needs the column totals.'];
-    if (pass === total()) return [h('b', { class: 'ok', text: 'Done. ' }), `Every GPU now holds every total, after ${total()} passes.`];
+    if (!cur) return [h('b', { text: `${t('Start.')} ` }), t('Each GPU holds its own numbers, one per chunk. Every GPU needs the column totals.')];
+    if (pass === total()) return [h('b', { class: 'ok', text: `${t('Done.')} ` }), t('Every GPU now holds every total, after {passes} passes.', { passes: total() })];
     if (cur.phase === 'reduce_scatter') {
       const k = cur.index;
-      return [h('b', { text: `Reduce-scatter, pass ${k} of ${g - 1}. ` }), k === g - 1 ? 'Each GPU now owns one chunk that is fully added up (outlined).' : (text?.reduce_scatter ?? '')];
+      return [h('b', { text: `${t('Reduce-scatter, pass {k} of {n}.', { k, n: g - 1 })} ` }), k === g - 1 ? t('Each GPU now owns one chunk that is fully added up (outlined).') : (text?.reduce_scatter ?? '')];
     }
     const k = cur.index - (g - 1);
-    return [h('b', { text: `All-gather, pass ${k} of ${g - 1}. ` }), text?.all_gather ?? ''];
+    return [h('b', { text: `${t('All-gather, pass {k} of {n}.', { k, n: g - 1 })} ` }), text?.all_gather ?? ''];
   }
 
   /** The panel's type size in CSS px (the drawings use it so their words read as text). */
@@ -214,14 +216,14 @@ export function create() {
       parts.push(
         s('g', { class: 'ring-node', transform: `translate(${x.toFixed(1)},${y.toFixed(1)})` },
           s('circle', { r: nodeR }),
-          s('text', { y: sub ? -small * 0.15 : small * 0.36, class: 'ring-node-label', style: `font-size:${small}px`, text: longNames ? `GPU ${i + 1}` : String(i + 1) }),
-          sub ? s('text', { y: small * 1.0, class: 'ring-node-sub', style: `font-size:${small}px`, text: `owns ${LETTERS[data.owner_chunk[i]]}` }) : null,
+          s('text', { y: sub ? -small * 0.15 : small * 0.36, class: 'ring-node-label', style: `font-size:${small}px`, text: longNames ? t('GPU {gpu}', { gpu: i + 1 }) : whole(i + 1) }),
+          sub ? s('text', { y: small * 1.0, class: 'ring-node-sub', style: `font-size:${small}px`, text: t('owns {chunk}', { chunk: LETTERS[data.owner_chunk[i]] }) }) : null,
         ),
       );
     }
     const big = Math.max(small, Math.min(font * 1.3, (R - nodeR) / 4.5));
-    parts.push(s('text', { class: 'ring-centre', y: -big * 0.25, style: `font-size:${big}px`, text: pass === 0 ? 'start' : cur.phase === 'reduce_scatter' ? 'reduce-scatter' : 'all-gather' }));
-    parts.push(s('text', { class: 'ring-centre small', y: big * 0.25 + small * 1.1, style: `font-size:${small}px`, text: pass === 0 ? `${g} GPUs` : `pass ${pass} / ${total()}` }));
+    parts.push(s('text', { class: 'ring-centre', y: -big * 0.25, style: `font-size:${big}px`, text: pass === 0 ? t('start') : cur.phase === 'reduce_scatter' ? t('reduce-scatter') : t('all-gather') }));
+    parts.push(s('text', { class: 'ring-centre small', y: big * 0.25 + small * 1.1, style: `font-size:${small}px`, text: pass === 0 ? t('{gpus} GPUs', { gpus: g }) : t('pass {pass} / {passes}', { pass, passes: total() }) }));
     els.svg.replaceChildren(...parts);
   }
 
@@ -232,13 +234,13 @@ export function create() {
     const recv = new Set((cur?.sends ?? []).map((x) => `${x.dst}:${x.chunk}`));
     const head = h('tr', {}, h('th', { text: '' }), ...Array.from({ length: g }, (_, c) => h('th', { scope: 'col', translate: 'no', text: LETTERS[c] })));
     const rows = vals.map((row, i) =>
-      h('tr', {}, h('th', { scope: 'row', text: `GPU ${i + 1}` }), ...row.map((v, c) => {
+      h('tr', {}, h('th', { scope: 'row', text: t('GPU {gpu}', { gpu: i + 1 }) }), ...row.map((v, c) => {
         const k = cov[i][c];
         const cls = ['cell', k === g ? 'done' : k > 1 ? 'partial' : 'own', recv.has(`${i}:${c}`) ? 'got' : ''].join(' ');
-        return h('td', { class: cls, style: `--cov:${(k / g).toFixed(3)}`, title: `GPU ${i + 1}, chunk ${LETTERS[c]}: ${v} (sum of ${k} of ${g} GPUs' numbers)`, text: String(v) });
+        return h('td', { class: cls, style: `--cov:${(k / g).toFixed(3)}`, title: t("GPU {gpu}, chunk {chunk}: {value} (sum of {k} of {g} GPUs' numbers)", { gpu: i + 1, chunk: LETTERS[c], value: v, k, g }), text: whole(v) });
       })),
     );
-    const foot = h('tr', { class: 'totals' }, h('th', { scope: 'row', text: 'total' }), ...data.totals.map((t) => h('td', { text: String(t) })));
+    const foot = h('tr', { class: 'totals' }, h('th', { scope: 'row', text: t('total') }), ...data.totals.map((v) => h('td', { text: whole(v) })));
     els.table.replaceChildren(h('thead', {}, head), h('tbody', {}, ...rows), h('tfoot', {}, foot));
     els.table.classList.toggle('dense', g > 10);
     // A table wider than half the panel goes under the ring, where it has the full width.
@@ -250,12 +252,12 @@ export function create() {
     let sofar = 0;
     for (let k = 0; k < pass; k++) sofar += data.passes[k].sends[0].bytes;
     els.links.replaceChildren(
-      h('span', { text: `Every link has carried ` }), h('b', { text: bytes(sofar) }),
-      h('span', { text: ` so far (one ${data.chunk_bytes}-byte chunk per pass). Whole all-reduce: ` }),
-      h('b', { class: 'ar', text: `${bytes(data.ring_busiest_bytes)} on the busiest ring link` }),
-      h('span', { text: ` vs ` }),
-      h('b', { class: 'naive', text: `${bytes(data.naive_busiest_bytes)} into GPU 1` }),
-      h('span', { text: ` if all ${g} GPUs sent everything to one GPU.` }),
+      h('span', { text: `${t('Every link has carried')} ` }), h('b', { text: local.bytes(sofar) }),
+      h('span', { text: ` ${t('so far (one {n}-byte chunk per pass). Whole all-reduce:', { n: data.chunk_bytes })} ` }),
+      h('b', { class: 'ar', text: t('{size} on the busiest ring link', { size: local.bytes(data.ring_busiest_bytes) }) }),
+      h('span', { text: ` ${t('vs')} ` }),
+      h('b', { class: 'naive', text: t('{size} into GPU 1', { size: local.bytes(data.naive_busiest_bytes) }) }),
+      h('span', { text: ` ${t('if all {gpus} GPUs sent everything to one GPU.', { gpus: g })}` }),
     );
   }
 
@@ -263,7 +265,12 @@ export function create() {
     const pts = data.scaling;
     const W = els.chart.getBoundingClientRect().width;
     const here = pts.find((p) => p.gpus === data.gpus);
-    els.chartTitle.textContent = `For ${bytes(data.scaling_buffer_bytes)} of gradients. At ${here.gpus} GPUs the busiest link carries ${bytes(here.ring_busiest_bytes)} with the ring, ${bytes(here.naive_busiest_bytes)} all to one.`;
+    els.chartTitle.textContent = t('For {buffer} of gradients. At {gpus} GPUs the busiest link carries {ring} with the ring, {naive} all to one.', {
+      buffer: local.bytes(data.scaling_buffer_bytes),
+      gpus: here.gpus,
+      ring: local.bytes(here.ring_busiest_bytes),
+      naive: local.bytes(here.naive_busiest_bytes),
+    });
     if (W < 40) return; // not laid out yet (the panel is hidden)
     // Laid out in screen pixels, so the axis words are the panel's smallest type, never less.
     const small = Math.max(14, typePx(els.chart) * 0.875);
@@ -282,10 +289,10 @@ export function create() {
     const stepY = maxY > 12e9 ? 5e9 : maxY > 4e9 ? 2e9 : 1e9;
     for (let gb = 0; gb <= maxY + 1; gb += stepY) {
       parts.push(s('line', { x1: L, x2: W - Rm, y1: y(gb), y2: y(gb), class: 'grid' }));
-      parts.push(s('text', { x: L - small * 0.5, y: y(gb) + small * 0.35, class: 'axis', 'text-anchor': 'end', style: `font-size:${small}px`, text: `${gb / 1e9} GB` }));
+      parts.push(s('text', { x: L - small * 0.5, y: y(gb) + small * 0.35, class: 'axis', 'text-anchor': 'end', style: `font-size:${small}px`, text: join([`${num(gb / 1e9)} GB`]) }));
     }
-    for (const g of [2, 4, 8, 12, 16]) parts.push(s('text', { x: x(g), y: H - B + small * 1.35, class: 'axis', 'text-anchor': 'middle', style: `font-size:${small}px`, text: String(g) }));
-    parts.push(s('text', { x: (L + W - Rm) / 2, y: H - small * 0.35, class: 'axis', 'text-anchor': 'middle', style: `font-size:${small}px`, text: 'GPUs in the ring' }));
+    for (const g of [2, 4, 8, 12, 16]) parts.push(s('text', { x: x(g), y: H - B + small * 1.35, class: 'axis', 'text-anchor': 'middle', style: `font-size:${small}px`, text: whole(g) }));
+    parts.push(s('text', { x: (L + W - Rm) / 2, y: H - small * 0.35, class: 'axis', 'text-anchor': 'middle', style: `font-size:${small}px`, text: t('GPUs in the ring') }));
     parts.push(s('line', { x1: x(data.gpus), x2: x(data.gpus), y1: T, y2: H - B, class: 'marker' }));
     parts.push(s('path', { d: line('naive_busiest_bytes'), class: 'naive' }));
     parts.push(s('path', { d: line('ring_busiest_bytes'), class: 'ar' }));

@@ -10,10 +10,11 @@
 // view (a card that is only shown, or one a viewer without the rights looks at).
 // Card text and plans live in scenes/classroom.json.
 
+import { t } from '../i18n/lang.js';
+import { bytes, percent } from '../i18n/units.js';
 import { h } from './dom.js';
 import * as api from './api.js';
 import { planTraffic, planWords } from '../ui/hud.js';
-import { fmtBytes } from '../ui/format.js';
 
 /** The card kind that draws a plan: how the scene arranges the model for it. */
 export function placementOf(plan) {
@@ -114,8 +115,8 @@ export function create({ store, ui } = {}) {
       if (tag) tag.hidden = b.dataset.placement !== running;
     }
     els.lede.textContent = canControl()
-      ? 'The same job can be shared out in different ways. Pick one and the live run is re-planned that way: watch where the model lives on the GPUs and what travels between them.'
-      : 'The same job can be shared out in different ways. Pick one to see where the model would live on the GPUs.';
+      ? t('The same job can be shared out in different ways. Pick one and the live run is re-planned that way: watch where the model lives on the GPUs and what travels between them.')
+      : t('The same job can be shared out in different ways. Pick one to see where the model would live on the GPUs.');
     const card = cardOf(now);
     els.detail.replaceChildren(...(card ? detail(card).flat().filter(Boolean) : []));
     measured();
@@ -133,9 +134,9 @@ export function create({ store, ui } = {}) {
     }
     // Each name in its own element, so a page in another language finds its words.
     const parts = [];
-    if ((live()?.pp ?? 1) > 1) parts.push([h('span', { text: 'pipeline bubble' }), ` ${(100 * stats.bubble_fraction).toFixed(1)}%`]);
-    for (const t of planTraffic(hello(), stats)) parts.push([h('span', { text: t.label }), ` ${fmtBytes(t.bytes)}`]);
-    node.replaceChildren(...(parts.length ? ['This step: ', ...parts.flatMap((p, i) => (i ? [' · ', ...p] : p))] : []));
+    if ((live()?.pp ?? 1) > 1) parts.push([h('span', { text: t('pipeline bubble') }), ` ${percent(stats.bubble_fraction, 1)}`]);
+    for (const x of planTraffic(hello(), stats)) parts.push([h('span', { text: x.label }), ` ${bytes(x.bytes)}`]);
+    node.replaceChildren(...(parts.length ? [`${t('This step:')} `, ...parts.flatMap((p, i) => (i ? [' · ', ...p] : p))] : []));
     if (node.textContent && revealMeasured) {
       revealMeasured = false;
       reveal(node);
@@ -148,27 +149,27 @@ export function create({ store, ui } = {}) {
     // "layout, detail.", with each part as the plan card shows it (one element each).
     const layout = words.parts.flatMap((part, i) => [...(i ? [' × '] : []), h('span', { text: part })]);
     const detail = words.detail ? [', ', h('span', { text: words.detail })] : [];
-    return h('p', { class: 'swap-live' }, h('strong', { text: 'The live run: ' }), ...layout, ...detail, '.');
+    return h('p', { class: 'swap-live' }, h('strong', { text: `${t('The live run:')} ` }), ...layout, ...detail, '.');
   }
 
   function status(c) {
     if (pending?.placement === c.placement) {
-      return h('p', { class: 'lab-note', text: 'Re-planning the live run: a fresh run starts on this plan…' });
+      return h('p', { class: 'lab-note', text: t('Re-planning the live run: a fresh run starts on this plan…') });
     }
     if (problem && selected === c.placement) {
       return h('p', { class: 'lab-error', role: 'alert', text: `This cluster cannot run it: ${problem}` });
     }
     if (!c.plan) return h('p', { class: 'lab-note', text: c.not_run });
     if (samePlan(c.plan, live())) {
-      return h('p', { class: 'lab-note' }, h('strong', { text: 'The live run trains this way now. ' }), c.watch ? `What to watch: ${c.watch}` : '');
+      return h('p', { class: 'lab-note' }, h('strong', { text: `${t('The live run trains this way now.')} ` }), c.watch ? `What to watch: ${c.watch}` : '');
     }
     if (!canControl()) {
       return h('p', {
         class: 'lab-note',
-        text: 'Only the presenter can change the run, so this card cannot re-plan it: the scene shows where the model would live, and the run below keeps its plan.',
+        text: t('Only the presenter can change the run, so this card cannot re-plan it: the scene shows where the model would live, and the run below keeps its plan.'),
       });
     }
-    return h('p', { class: 'lab-note', text: 'Choose it to re-plan the live run this way.' });
+    return h('p', { class: 'lab-note', text: t('Choose it to re-plan the live run this way.') });
   }
 
   function detail(c) {
@@ -176,9 +177,9 @@ export function create({ store, ui } = {}) {
       h('h3', { text: c.title }),
       h('p', { text: c.summary }),
       h('dl', { class: 'swap-dl' },
-        h('dt', { text: 'Memory' }), h('dd', { text: c.memory }),
-        h('dt', { text: 'Communication' }), h('dd', { text: c.communication }),
-        h('dt', { text: 'Speed' }), h('dd', { text: c.speed }),
+        h('dt', { text: t('Memory') }), h('dd', { text: c.memory }),
+        h('dt', { text: t('Communication') }), h('dd', { text: c.communication }),
+        h('dt', { text: t('Speed') }), h('dd', { text: c.speed }),
       ),
       status(c),
       liveLine(),
@@ -190,7 +191,7 @@ export function create({ store, ui } = {}) {
   function mount(body) {
     els = {
       lede: h('p', { class: 'lab-lede' }),
-      list: h('div', { class: 'swap-list', role: 'group', 'aria-label': 'Ways to share the job' }),
+      list: h('div', { class: 'swap-list', role: 'group', 'aria-label': t('Ways to share the job') }),
       detail: h('div', { class: 'swap-detail', 'aria-live': 'polite' }),
       error: h('p', { class: 'lab-error', role: 'alert' }),
     };
@@ -202,12 +203,12 @@ export function create({ store, ui } = {}) {
           h('span', { class: 'swap-icon', 'aria-hidden': 'true' }, ...icon(card.placement)),
           h('span', { class: 'swap-title', text: card.title }),
           h('span', { class: 'swap-line', text: card.tradeoff }),
-          h('span', { class: 'swap-line swap-running', text: '● the live run trains this way', hidden: true }),
+          h('span', { class: 'swap-line swap-running', text: t('● the live run trains this way'), hidden: true }),
         );
         return b;
       }));
       sync();
-    }).catch((err) => (els.error.textContent = `Could not load the cards (${err.message}).`));
+    }).catch((err) => (els.error.textContent = t('Could not load the cards ({error}).', { error: err.message })));
   }
 
   // A tiny picture of four GPUs and what each holds: whole stacks, slices, experts, or a few.
