@@ -8,7 +8,6 @@ import { readdirSync } from 'node:fs';
 import { makeTranslator } from '../../static/js/i18n/translate.js';
 import { LANGS, lang, tr } from '../../static/js/i18n/lang.js';
 import { fmtSpeed } from '../../static/js/ui/format.js';
-import { fillTemplate } from '../../static/js/ui/live.js';
 import { repoJson } from './fixture.mjs';
 
 /** A language's words, every area merged, as GET /api/locale/<lang> serves them. */
@@ -77,26 +76,4 @@ test('under Node the page speaks English until told otherwise', () => {
   assert.equal(lang, 'en');
   assert.equal(tr('Loss'), 'Loss');
   assert.deepEqual(Object.keys(LANGS), ['en', 'de', 'es']);
-});
-
-test('every tour text has words in every language, as the page shows it', () => {
-  // Filled in as the tour fills it (static/js/ui/tour.js), "not yet" words included: the
-  // reveal shows the answer and the caption as one line.
-  const tour = repoJson('scenes/training-run.json').tour;
-  // Every value 7, then every value 1: a count's words for many and for one ({n:one|many}).
-  const every = (n) => new Proxy({}, { has: () => true, get: (_, k) => (typeof k === 'symbol' ? undefined : n) });
-  const lines = [];
-  for (const stop of tour) {
-    const caps = [stop.caption, stop.caption_not_yet].filter(Boolean);
-    lines.push(...caps);
-    if (!stop.ask) continue;
-    lines.push(stop.ask.question);
-    lines.push(`Answer: ${stop.ask.answer} ${stop.caption}`);
-    if (stop.ask.answer_not_yet) lines.push(`Answer: ${stop.ask.answer_not_yet} ${stop.caption_not_yet}`);
-  }
-  for (const [code, tr] of [['de', de], ['es', es]]) {
-    const shown = [7, 1].flatMap((n) => lines.map((line) => fillTemplate(line, every(n))));
-    const missing = shown.filter((line) => tr.translate(line) === undefined);
-    assert.deepEqual(missing, [], `${code} lacks words for these tour lines`);
-  }
 });

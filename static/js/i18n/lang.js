@@ -64,7 +64,8 @@ export function wordsFor(code, words = {}) {
     }
     return out;
   }
-  return { t, num, made, join: (parts) => keep(parts.join(' ')) };
+  const own = (key) => (Object.hasOwn(words, key) ? words[key] : undefined);
+  return { t, num, made, join: (parts) => keep(parts.join(' ')), words: own };
 }
 
 let page = wordsFor('en');
@@ -72,6 +73,8 @@ export const t = (key, values, count) => page.t(key, values, count);
 export const num = (x, digits) => page.num(x, digits);
 /** Sentences t() made, as one text. */
 export const join = (parts) => page.join(parts);
+/** The language's own words for `key`, or undefined (English, or none). */
+export const words = (key) => page.words(key);
 
 /** The text in the page's language (English until, or unless, another one is loaded). */
 export function tr(text) {

@@ -2,73 +2,83 @@
 // why training a model needs it (also scene data), then the live numbers that part is
 // responsible for, refreshed on every step while the card is open.
 
+import { say } from '../i18n/content.js';
 import { t } from '../i18n/lang.js';
-import { el, fmtBytes, fmtCount, fmtInt, fmtLoss } from './format.js';
-import { lastProbe, liveValues } from './live.js';
+import { bytes, whole } from '../i18n/units.js';
+import { el, fmtBytes, fmtInt, fmtLoss } from './format.js';
+import { NOT_YET, lastProbe, liveValues } from './live.js';
 
 // Part ids by number, in case a scene names its parts differently.
 const BY_NUMBER = ['', 'datalake', 'loaders', 'gpus', 'fabric', 'ring', 'model', 'checkpoints'];
 
 function liveFacts(kind, store) {
   const s = store.state;
-  const v = liveValues(store);
+  const v = liveValues(store, { here: true });
   const step = s.step;
   const cfg = s.hello?.config;
+  const topo = s.hello?.topology;
+  const gpus = whole(topo?.gpus?.length ?? cfg?.gpus);
+  const of = (a, b) => [a, ' ', t('of'), ' ', b];
   switch (kind) {
     case 'datalake':
       return [
-        ['samples per epoch', v.samples_per_epoch],
-        ['batches per epoch', v.batches_per_epoch],
-        ['epoch', v.epoch],
-        ['vocabulary', `${v.vocab} words`],
+        [t('samples per epoch'), v.samples_per_epoch],
+        [t('batches per epoch'), v.batches_per_epoch],
+        [t('epoch'), v.epoch],
+        [t('vocabulary'), t('{n} words', { n: whole(s.hello?.vocab_size) })],
       ];
     case 'loaders':
       return [
-        ['worker threads', v.workers],
-        ['batches ready', [v.queue_depth, ' of ', v.queue_capacity]],
-        ['GPUs waited for data', step?.loader ? (step.loader.waited ? 'yes, this step' : 'no') : '–'],
-        ['batch in epoch', step?.loader ? `${fmtInt(step.loader.batch_in_epoch)} / ${fmtInt(step.loader.batches_per_epoch)}` : '–'],
+        [t('worker threads'), v.workers],
+        [t('batches ready'), of(v.queue_depth, v.queue_capacity)],
+        [t('GPUs waited for data'), step?.loader ? (step.loader.waited ? t('yes, this step') : t('no')) : '–'],
+        [t('batch in epoch'), step?.loader ? `${fmtInt(step.loader.batch_in_epoch)} / ${fmtInt(step.loader.batches_per_epoch)}` : '–'],
       ];
     case 'gpus': {
       const m = step?.memory?.[0];
+      const n = topo?.servers?.length ?? cfg?.servers;
+      const g = { gpus, servers: whole(n), per: whole(cfg ? cfg.gpus / cfg.servers : null) };
       return [
-        ['GPUs', `${v.gpus} (${fmtCount(s.hello?.topology?.servers?.length ?? cfg?.servers, 'server')} × ${v.gpus_per_server})`],
-        ['memory used per GPU', m ? [fmtBytes(m.total), ' of ', fmtBytes(m.capacity)] : '–'],
-        ['of which weights / grads / optimizer', m ? `${fmtBytes(m.weights)} / ${fmtBytes(m.grads)} / ${fmtBytes(m.optimizer)}` : '–'],
-        ['down right now', s.failedGpus.size ? [...s.failedGpus].join(', ') : 'none'],
+        [t('GPUs'), t(['{gpus} ({servers} server × {per})', '{gpus} ({servers} servers × {per})'], g, n)],
+        [t('memory used per GPU'), m ? of(fmtBytes(m.total), fmtBytes(m.capacity)) : '–'],
+        [t('of which weights / grads / optimizer'), m ? `${fmtBytes(m.weights)} / ${fmtBytes(m.grads)} / ${fmtBytes(m.optimizer)}` : '–'],
+        [t('down right now'), s.failedGpus.size ? [...s.failedGpus].join(', ') : t('none')],
       ];
     }
     case 'fabric': {
       const links = step?.ring?.links ?? [];
-      const facts = [['switches', `${v.leaves} leaf · ${v.spines} spine`]];
-      for (const l of links) facts.push([`${l.kind} traffic this step`, `${fmtBytes(l.bytes)} over ${fmtCount(l.hops, 'hop')}`]);
+      const facts = [[t('switches'), t('{leaves} leaf · {spines} spine', { leaves: whole(topo?.leaves?.length), spines: whole(topo?.spines?.length) })]];
+      const words = { nvlink: t('nvlink'), leaf: t('leaf'), spine: t('spine'), core: t('core') };
+      for (const l of links) {
+        facts.push([t('{kind} traffic this step', { kind: words[l.kind] ?? l.kind }), t(['{bytes} over {n} hop', '{bytes} over {n} hops'], { bytes: bytes(l.bytes), n: l.hops }, l.hops)]);
+      }
       return facts;
     }
     case 'ring':
       return [
-        ['bytes sent this step (all GPUs)', v.ring_bytes_total],
-        ['passes', v.ring_passes],
-        ['sent by each GPU', v.ring_bytes_per_gpu],
-        ['busiest link', v.busiest_link],
-        ['simulated time', v.sim_allreduce],
+        [t('bytes sent this step (all GPUs)'), v.ring_bytes_total],
+        [t('passes'), v.ring_passes],
+        [t('sent by each GPU'), v.ring_bytes_per_gpu],
+        [t('busiest link'), v.busiest_link],
+        [t('simulated time'), v.sim_allreduce],
       ];
     case 'model': {
       const probe = step?.probe ?? lastProbe(s);
       const top = probe?.top?.[0];
       return [
-        ['parameters', v.params],
-        ['loss', fmtLoss(step?.loss)],
-        ['after “Once upon a”', top ? `${top.token} (${Math.round(top.p * 100)}%)` : '…', { model: true }],
-        ['copies', `${v.gpus} (data parallel: one per GPU)`],
+        [t('parameters'), v.params],
+        [t('loss'), fmtLoss(step?.loss)],
+        [t('after “Once upon a”'), top ? `${top.token} (${Math.round(top.p * 100)}%)` : '…', { model: true }],
+        [t('copies'), t('{n} (data parallel: one per GPU)', { n: gpus })],
       ];
     }
     case 'checkpoints':
       return [
-        ['last saved step', v.checkpoint_step],
-        ['size', v.checkpoint_bytes],
-        ['kept on disk', v.checkpoints],
-        ['saved every', t(['{n} step', '{n} steps'], { n: cfg?.checkpoint_every ?? '–' }, cfg?.checkpoint_every)],
-        ['rollbacks so far', v.restarts],
+        [t('last saved step'), v[NOT_YET].has('checkpoint_step') ? t('none yet') : v.checkpoint_step],
+        [t('size'), v.checkpoint_bytes],
+        [t('kept on disk'), v.checkpoints],
+        [t('saved every'), t(['{n} step', '{n} steps'], { n: cfg?.checkpoint_every ?? '–' }, cfg?.checkpoint_every)],
+        [t('rollbacks so far'), v.restarts],
       ];
     default:
       return [];
@@ -102,18 +112,18 @@ export function mountCards(store) {
     const part = partById(current);
     if (!part) return;
     num.textContent = String(part.number);
-    title.textContent = part.name;
-    desc.textContent = part.description ?? '';
-    whatText.textContent = part.what ?? '';
-    whyText.textContent = part.why ?? '';
+    title.textContent = say(part.name);
+    desc.textContent = say(part.description ?? '');
+    whatText.textContent = say(part.what ?? '');
+    whyText.textContent = say(part.why ?? '');
     whatText.previousElementSibling.hidden = !part.what;
     whyText.previousElementSibling.hidden = !part.why;
     whyBox.hidden = !part.what && !part.why;
     const rows = liveFacts(kindOf(part), store);
     // Static facts from the scene data come after the live ones.
     for (const f of part.facts ?? part.card?.facts ?? []) {
-      if (typeof f === 'string') rows.push(['', f]);
-      else if (f && typeof f === 'object') rows.push([f.label ?? f.name ?? '', String(f.value ?? f.text ?? '')]);
+      if (typeof f === 'string') rows.push(['', say(f)]);
+      else if (f && typeof f === 'object') rows.push([say(f.label ?? f.name ?? ''), say(String(f.value ?? f.text ?? ''))]);
     }
     facts.replaceChildren();
     // A value in parts ([a, ' of ', b]) reads as one line; its words are found one by one in

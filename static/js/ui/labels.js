@@ -2,6 +2,8 @@
 // never over the GPU racks, never on one another, whole inside the window, and hidden under
 // a panel (its part is out of the free room) unless it is the part the tour or story names.
 
+import { say } from '../i18n/content.js';
+import { t } from '../i18n/lang.js';
 import { el } from './format.js';
 
 export function mountLabels(store, { container, onOpen, onHover }) {
@@ -102,10 +104,10 @@ export function mountLabels(store, { container, onOpen, onHover }) {
         'button',
         // The name a screen reader hears holds the words the label shows ("1 Data lake"),
         // so a voice command that reads the label finds it.
-        { type: 'button', class: 'label', 'data-part': part.id, 'aria-label': `${part.number} ${part.name}: open its card` },
+        { type: 'button', class: 'label', 'data-part': part.id, 'aria-label': t('{n} {name}: open its card', { n: part.number, name: say(part.name) }) },
         el('span', { class: 'num', text: String(part.number) }),
         ' ',
-        el('span', { class: 'name', text: part.name }),
+        el('span', { class: 'name', text: say(part.name) }),
       );
       node.addEventListener('click', (ev) => {
         ev.stopPropagation();

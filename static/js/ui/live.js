@@ -7,13 +7,20 @@
 //
 // Some values do not exist yet early in a run (no checkpoint saved, no probe asked): liveValues
 // lists them under the NOT_YET symbol, and a text that quotes one says its "not yet" words
-// instead (fillTemplate's third argument), never "Step none yet".
+// instead (fillTemplate's third argument, i18n/content.js), never "Step none yet".
 
+import { NOT_YET, fillTemplate, quoted } from '../i18n/content.js';
+import { t } from '../i18n/lang.js';
+import { bytes, loss, percent, rate, seconds, whole } from '../i18n/units.js';
 import { TraceView } from '../scene/trace.js';
 import { fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds } from './format.js';
 
-/** The key, on liveValues' answer, of the Set of names whose values do not exist yet. */
-export const NOT_YET = Symbol('notYet');
+export { NOT_YET, fillTemplate, quoted };
+
+// The values' writers: English (the translator's to put into the page's language), or the
+// page's language's own (`here`).
+const ENGLISH = { int: fmtInt, bytes: fmtBytes, loss: fmtLoss, rate: fmtRate, secs: fmtSeconds, pct: (p) => `${Math.round(p * 100)}%`, none: () => 'none yet' };
+const HERE = { int: whole, bytes, loss, rate, secs: seconds, pct: (p) => percent(p), none: () => t('none yet') };
 
 function lastCheckpoint(state) {
   const ok = (state.checkpoints ?? []).filter((c) => c.ok !== false);
@@ -27,8 +34,9 @@ function groupSeconds(step, hello) {
   return new TraceView(step.trace, { groups }).groupSeconds();
 }
 
-/** A display string for every declared placeholder name. */
-export function liveValues(store) {
+/** A display string for every declared placeholder name; `here`: in the page's language. */
+export function liveValues(store, { here = false } = {}) {
+  const { int, bytes, loss, rate, secs, pct, none } = here ? HERE : ENGLISH;
   const s = store.state;
   const step = s.step;
   const hello = s.hello;
@@ -40,50 +48,50 @@ export function liveValues(store) {
   const ckpt = lastCheckpoint(s);
   const tps = store.tokensPerSecond();
   const simTps = step?.sim_step_s > 0 ? step.tokens / step.sim_step_s : null;
-  const seconds = groupSeconds(step, hello);
+  const lanes = groupSeconds(step, hello);
   const notYet = new Set();
   if (!ckpt) notYet.add('checkpoint_step').add('checkpoint_bytes');
   if (!top) notYet.add('top_word').add('top_p');
   return {
     [NOT_YET]: notYet,
-    step: fmtInt(s.status?.step ?? step?.step),
-    epoch: fmtInt(step?.epoch ?? s.status?.epoch),
-    loss: fmtLoss(step?.loss ?? s.status?.loss),
+    step: int(s.status?.step ?? step?.step),
+    epoch: int(step?.epoch ?? s.status?.epoch),
+    loss: loss(step?.loss ?? s.status?.loss),
     // Tour captions speak of the simulated hardware; the HUD shows the measured rate here.
-    tokens_per_s: fmtRate(simTps),
-    tokens_per_s_here: fmtRate(tps),
-    tokens: fmtInt(step?.tokens),
-    tokens_total: fmtInt(s.status?.tokens_total ?? step?.tokens_total),
-    gpus: fmtInt(topo?.gpus?.length ?? cfg?.gpus),
-    servers: fmtInt(topo?.servers?.length ?? cfg?.servers),
-    gpus_per_server: fmtInt(cfg ? cfg.gpus / cfg.servers : null),
-    leaves: fmtInt(topo?.leaves?.length),
-    spines: fmtInt(topo?.spines?.length),
-    params: fmtInt(hello?.n_params),
-    n_params: fmtInt(hello?.n_params),
-    vocab: fmtInt(hello?.vocab_size),
-    ring_bytes: fmtBytes(step?.ring?.bytes_per_gpu),
-    ring_bytes_total: fmtBytes(step?.ring?.bytes_total),
-    ring_bytes_per_gpu: fmtBytes(step?.ring?.bytes_per_gpu),
-    ring_passes: fmtInt(step?.ring?.passes),
-    busiest_link: fmtBytes(step?.ring?.busiest_link_bytes),
-    queue_depth: fmtInt(step?.loader?.queue_depth),
-    queue_capacity: fmtInt(step?.loader?.queue_capacity),
-    workers: fmtInt(step?.loader?.workers),
-    samples_per_epoch: fmtInt(step?.loader?.samples_per_epoch),
-    batches_per_epoch: fmtInt(step?.loader?.batches_per_epoch),
-    checkpoint_step: ckpt ? fmtInt(ckpt.step) : 'none yet',
-    checkpoint_bytes: ckpt ? fmtBytes(ckpt.bytes) : '–',
-    checkpoints: fmtInt((s.checkpoints ?? []).length),
-    checkpoint_every: fmtInt(cfg?.checkpoint_every),
-    memory_per_gpu: fmtBytes(mem0?.total),
-    memory_capacity: fmtBytes(mem0?.capacity),
-    sim_step: fmtSeconds(step?.sim_step_s),
-    sim_compute: fmtSeconds(seconds.compute ?? null),
-    sim_allreduce: fmtSeconds(seconds.allreduce ?? null),
+    tokens_per_s: rate(simTps),
+    tokens_per_s_here: rate(tps),
+    tokens: int(step?.tokens),
+    tokens_total: int(s.status?.tokens_total ?? step?.tokens_total),
+    gpus: int(topo?.gpus?.length ?? cfg?.gpus),
+    servers: int(topo?.servers?.length ?? cfg?.servers),
+    gpus_per_server: int(cfg ? cfg.gpus / cfg.servers : null),
+    leaves: int(topo?.leaves?.length),
+    spines: int(topo?.spines?.length),
+    params: int(hello?.n_params),
+    n_params: int(hello?.n_params),
+    vocab: int(hello?.vocab_size),
+    ring_bytes: bytes(step?.ring?.bytes_per_gpu),
+    ring_bytes_total: bytes(step?.ring?.bytes_total),
+    ring_bytes_per_gpu: bytes(step?.ring?.bytes_per_gpu),
+    ring_passes: int(step?.ring?.passes),
+    busiest_link: bytes(step?.ring?.busiest_link_bytes),
+    queue_depth: int(step?.loader?.queue_depth),
+    queue_capacity: int(step?.loader?.queue_capacity),
+    workers: int(step?.loader?.workers),
+    samples_per_epoch: int(step?.loader?.samples_per_epoch),
+    batches_per_epoch: int(step?.loader?.batches_per_epoch),
+    checkpoint_step: ckpt ? int(ckpt.step) : none(),
+    checkpoint_bytes: ckpt ? bytes(ckpt.bytes) : '–',
+    checkpoints: int((s.checkpoints ?? []).length),
+    checkpoint_every: int(cfg?.checkpoint_every),
+    memory_per_gpu: bytes(mem0?.total),
+    memory_capacity: bytes(mem0?.capacity),
+    sim_step: secs(step?.sim_step_s),
+    sim_compute: secs(lanes.compute ?? null),
+    sim_allreduce: secs(lanes.allreduce ?? null),
     top_word: top ? top.token : '…',
-    top_p: top ? `${Math.round(top.p * 100)}%` : '–',
-    restarts: fmtInt(s.status?.restarts ?? s.rollbacks),
+    top_p: top ? pct(top.p) : '–',
+    restarts: int(s.status?.restarts ?? s.rollbacks),
     preset: preset?.label ?? preset?.name ?? '',
     gpu_name: preset?.gpu ?? preset?.label ?? 'GPU',
   };
@@ -126,25 +134,5 @@ export function rememberProbe(store) {
       from = null;
       store.set('lastProbe', null);
     }
-  });
-}
-
-/** The {names} a template quotes. */
-export function quoted(template) {
-  return [...String(template ?? '').matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
-}
-
-/** Fill "{loss}"-style placeholders; unknown names stay visible as a dash, not as braces.
- * A template that quotes a value which does not exist yet (values[NOT_YET]) gives `notYet`
- * filled in instead, when there is one. */
-export function fillTemplate(template, values, notYet = '') {
-  const missing = values?.[NOT_YET];
-  if (notYet && missing?.size && quoted(template).some((n) => missing.has(n))) {
-    return fillTemplate(notYet, values);
-  }
-  // {name} is the value; {name:one|other} the words for a count of it: "1 GPU is", "8 GPUs are".
-  return String(template ?? '').replace(/\{(\w+)(?::([^{}|]*)\|([^{}]*))?\}/g, (_, name, one, other) => {
-    if (one !== undefined) return Number(String(values?.[name]).replace(/,/g, '')) === 1 ? one : other;
-    return name in values ? String(values[name]) : '–';
   });
 }

@@ -7,7 +7,9 @@
 // the browser session; then a progress bar fills and the tour moves on by itself, except
 // while the run is paused or the "more" text is open, which hold it where it is.
 
-import { fillTemplate, liveValues } from './live.js';
+import { say } from '../i18n/content.js';
+import { join, t } from '../i18n/lang.js';
+import { liveValues } from './live.js';
 import { word } from './words.js';
 
 const DEFAULT_DURATION_S = 12;
@@ -53,23 +55,24 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
 
   function partName(id) {
     const p = parts.find((x) => x.id === id);
-    return p ? `${p.number} · ${p.name}` : '';
+    return p ? join([String(p.number), '·', say(p.name)]) : '';
   }
 
   function renderText() {
     const stop = stops[index];
     if (!stop || ended) return;
-    const values = liveValues(store);
+    const values = liveValues(store, { here: true });
     const ask = stop.ask;
+    const said = () => say(stop.caption, values, stop.caption_not_yet);
     const text = ask
       ? revealed
-        ? `${word('answer')}: ${fillTemplate(ask.answer, values, ask.answer_not_yet)} ${fillTemplate(stop.caption, values, stop.caption_not_yet)}`
-        : `${word('predict')}: ${fillTemplate(ask.question, values)} (${word('predictHint')})`
-      : fillTemplate(stop.caption, values, stop.caption_not_yet);
+        ? t('Answer: {answer} {caption}', { answer: say(ask.answer, values, ask.answer_not_yet), caption: said() })
+        : t('Predict first: {question} (next press shows the answer)', { question: say(ask.question, values) })
+      : said();
     box.classList.toggle('asking', Boolean(ask) && !revealed);
     conceal(ask && !revealed ? ask.conceals : null);
     if (caption.textContent !== text) caption.textContent = text;
-    const more = stop.more ? fillTemplate(stop.more, values) : '';
+    const more = stop.more ? say(stop.more, values) : '';
     if (moreText.textContent !== more) moreText.textContent = more;
   }
 
@@ -135,7 +138,7 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     store.set('tourMore', open);
     moreBox.hidden = !open;
     moreBtn.setAttribute('aria-expanded', String(open));
-    moreBtn.textContent = open ? 'less' : 'more';
+    moreBtn.textContent = open ? t('less') : t('more');
     runClock();
   }
 
@@ -147,7 +150,7 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
       // storage disabled: the choice lasts as long as the page
     }
     autoBtn.setAttribute('aria-pressed', String(on));
-    autoBtn.textContent = on ? 'auto-advance: on' : 'auto-advance: off';
+    autoBtn.textContent = on ? t('auto-advance: on') : t('auto-advance: off');
     track.hidden = !on;
     if (on) {
       stopClock();
@@ -166,7 +169,7 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     if (Number.isInteger(stop.view)) store.set('view', stop.view);
     box.hidden = false;
     document.body.classList.add('touring');
-    count.textContent = `stop ${index + 1} of ${stops.length}`;
+    count.textContent = t('stop {n} of {total}', { n: index + 1, total: stops.length });
     title.textContent = stop.title ?? partName(stop.part);
     moreBtn.hidden = !stop.more;
     renderText();
