@@ -152,13 +152,13 @@ export function mountChart(store, canvas) {
       ctx.lineTo(pad.l + w, yy);
       ctx.stroke();
       const decimals = Number.isInteger(tick) ? 0 : Number.isInteger(tick * 10) ? 1 : 2;
-      ctx.fillText(v.toFixed(decimals), pad.l - 6, yy);
+      ctx.fillText(num(v, decimals), pad.l - 6, yy);
     }
     ctx.textAlign = 'left';
     ctx.textBaseline = 'alphabetic';
     ctx.fillText(t('step {n}', { n: minStep }), pad.l, cssH - 4);
     ctx.textAlign = 'right';
-    ctx.fillText(`${maxStep}`, pad.l + w, cssH - 4);
+    ctx.fillText(num(maxStep), pad.l + w, cssH - 4);
 
     const lr = s.lastRollback;
     const last = hist[hist.length - 1];
