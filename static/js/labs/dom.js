@@ -27,19 +27,21 @@ function setAttrs(node, attrs) {
   }
 }
 
+const BYTES = [['PB', 1e15], ['TB', 1e12], ['GB', 1e9], ['MB', 1e6], ['KB', 1e3]];
+const COUNTS = [['T', 1e12], ['B', 1e9], ['M', 1e6], ['K', 1e3]];
+// x in the largest unit it reaches, its figures written by `fig`; below them all, `below`.
+const scaled = (x, units, gap, fig, below) => {
+  for (const [u, scale] of units) if (x >= scale) return `${fig(x / scale)}${gap}${u}`;
+  return below(Math.round(x));
+};
+
 /** Decimal units with three significant figures: 1.12 TB, 140 GB, 40 B. */
 export function bytes(b) {
-  if (!Number.isFinite(b)) return '–';
-  const units = [['PB', 1e15], ['TB', 1e12], ['GB', 1e9], ['MB', 1e6], ['KB', 1e3]];
-  for (const [u, scale] of units) if (b >= scale) return `${sig3(b / scale)} ${u}`;
-  return `${Math.round(b)} B`;
+  return Number.isFinite(b) ? scaled(b, BYTES, ' ', sig3, (n) => `${n} B`) : '–';
 }
 
 export function count(n) {
-  if (!Number.isFinite(n)) return '–';
-  const units = [['T', 1e12], ['B', 1e9], ['M', 1e6], ['K', 1e3]];
-  for (const [u, scale] of units) if (n >= scale) return `${sig3(n / scale)}${u}`;
-  return String(Math.round(n));
+  return Number.isFinite(n) ? scaled(n, COUNTS, '', sig3, String) : '–';
 }
 
 export function sig3(x) {
@@ -64,17 +66,11 @@ function sig(x) {
   const d = x >= 100 || !x ? 0 : Math.max(0, 2 - Math.floor(Math.log10(Math.abs(x))));
   return d ? num(Number(x.toPrecision(3)), `up to ${d}`) : num(Math.round(x));
 }
-const BYTES = [['PB', 1e15], ['TB', 1e12], ['GB', 1e9], ['MB', 1e6], ['KB', 1e3]];
-const COUNTS = [['T', 1e12], ['B', 1e9], ['M', 1e6], ['K', 1e3]];
-const scaled = (x, units, gap) => {
-  for (const [u, scale] of units) if (x >= scale) return `${sig(x / scale)}${gap}${u}`;
-  return `${num(Math.round(x))}${gap ? ' B' : ''}`;
-};
 const made = (f) => (x) => (Number.isFinite(x) ? join([f(x)]) : '–');
 export const local = {
   sig3: made(sig),
-  bytes: made((b) => scaled(b, BYTES, ' ')),
-  count: made((n) => scaled(n, COUNTS, '')),
+  bytes: made((b) => scaled(b, BYTES, ' ', sig, (n) => `${num(n)} B`)),
+  count: made((n) => scaled(n, COUNTS, '', sig, num)),
   plain: made((x) => (x >= 100 ? num(Math.round(x)) : sig(x))),
   money: made((x) =>
     x >= 1e9 ? t('${x} billion', { x: sig(x / 1e9) }) : x >= 1e6 ? t('${x} million', { x: sig(x / 1e6) }) : x >= 1e3 ? t('${x} thousand', { x: sig(x / 1e3) }) : t('${x}', { x: num(x, x >= 10 ? 0 : 2) }),
