@@ -160,6 +160,16 @@ export function mountStory(store, { getStage, actions, labels }) {
   });
   store.on('error', (msg) => {
     if (!pending) return;
+    // Refused for pace (a fast walk through the chapters), not for what was asked: ask again.
+    if (msg.code === 'rate_limited') {
+      const asked = pending;
+      setTimeout(() => {
+        if (pending !== asked) return;
+        if (asked.runId === null) actions.watchRun(asked.ref);
+        else actions.newRun({ ...want() });
+      }, 1100);
+      return;
+    }
     // A watch refused (no runs beside the class run here, or too many): the chapter is told
     // on the run this page watches. A restart refused: the server's reason.
     const watchRefused = pending.runId === null;
