@@ -199,6 +199,11 @@ def test_a_heavy_run_is_recorded_the_first_time_it_is_watched_then_played(tmp_pa
             assert time.monotonic() < deadline, live.runner.recorder.state
             await asyncio.sleep(0.05)
         assert live.runner.recorder.state == "written", live.runner.recorder.error
+        # The recorder takes a step on the training thread; the hub gets it a moment later on
+        # the loop, so the third step may be written before the hub has it.
+        while len([f for f in live.hub.steps() if f["step"] <= 3]) < 3:
+            assert time.monotonic() < deadline, live.hub.steps()
+            await asyncio.sleep(0.05)
         computed = [f for f in live.hub.steps() if f["step"] <= 3]
         await runs.close()
 
