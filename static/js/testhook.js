@@ -106,6 +106,13 @@ function countShown(stage, store) {
 export function installTestHook({ store, getStage, actions, labels, tour, story = null }) {
   const s = () => store.state;
   let stageDebug = () => null;
+  // The server's last refusals to this page ({code, message}, newest last), so a test that
+  // fails can say what the server answered.
+  const refusals = [];
+  store.on('error', (msg) => {
+    refusals.push({ code: msg.code ?? null, message: msg.message ?? null });
+    if (refusals.length > 10) refusals.shift();
+  });
   const info = () => {
     try {
       return getStage()?.info() ?? null;
@@ -165,6 +172,7 @@ export function installTestHook({ store, getStage, actions, labels, tour, story 
     rollbacks: () => s().rollbacks,
     lastRollback: () => (s().lastRollback ? { ...s().lastRollback } : null),
     historyLength: () => s().history.length,
+    serverErrors: () => refusals.map((r) => ({ ...r })),
     lastEvent: () => (s().lastEvent ? JSON.parse(JSON.stringify(s().lastEvent)) : null),
     helpOpen: () => Boolean(s().helpOpen),
     card: () => s().card ?? null,

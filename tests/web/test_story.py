@@ -186,7 +186,7 @@ def plan_is(plan: dict, cfg_gpus: int, run: dict) -> bool:
 PAGE_STATE = """(() => { const r = window.trainingRun, s = r.story;
   return { chapter: s.chapter, ready: s.ready, liveRun: s.liveRun, note: s.note,
     source: s.source, caption: s.caption, watching: r.watching, runId: r.runId,
-    step: r.step, stepShown: r.stepShown }; })()"""
+    step: r.step, stepShown: r.stepShown, serverErrors: r.serverErrors }; })()"""
 
 
 def wait_ready(page, n: int, watch, srv, web) -> None:

@@ -14,10 +14,10 @@
 
 import { say } from '../i18n/content.js';
 import { t, tr } from '../i18n/lang.js';
+import { NO_RUN_HERE, runRequests } from './request.js';
 import { PENDING, storyValues } from './values.js';
 
 const STORY_IDS = ['one-gpu'];
-const NO_RUN_HERE = Symbol('no run here');
 
 /** Does the live run train as `want` asks (cluster, model and plan)? */
 export function runMatches(hello, want) {
@@ -69,7 +69,11 @@ export function mountStory(store, { getStage, actions, labels }) {
   let active = false;
   let chapterModule = null; // the entered module's {update, leave}
   let entering = 0; // bumps on every chapter change, so a late module load is dropped
-  let pending = null; // {key, ref, runId}: asked to watch `ref` (or to restart it), its hello not here yet
+  // The run asked for (a watch, or a restart), its hello not here yet.
+  const asked = runRequests({
+    watchRun: (ref) => actions.watchRun(ref), // on a closed socket, asked again on reconnect
+    newRun: () => Boolean(actions.newRun({ ...want() })),
+  });
   let freshDue = false; // restart the chapter's run once this page watches it
   let refused = ''; // NO_RUN_HERE, the server's English reason, or true (none given)
   let notYours = ''; // a "do it" this page may not do, said until the chapter changes
@@ -121,14 +125,11 @@ export function mountStory(store, { getStage, actions, labels }) {
     const ref = runRef(ch.run);
     if (store.state.watching !== ref) {
       freshDue = fresh;
-      if (pending?.ref === ref) return;
-      refused = '';
-      pending = { key: ch.run, ref, runId: null };
-      actions.watchRun(ref); // on a closed socket, asked again on reconnect
+      if (asked.watch(ch.run, ref)) refused = '';
       return;
     }
     if (fresh) restart();
-    else if (pending?.ref === ref && pending.runId === null) pending = null;
+    else asked.watching(ref);
   }
 
   /** The next two runs the story will need after this chapter's, started now on the
@@ -148,33 +149,22 @@ export function mountStory(store, { getStage, actions, labels }) {
     freshDue = false;
     if (!canControl()) return;
     refused = '';
-    pending = { key: chapter().run, ref: runRef(chapter().run), runId: store.state.hello?.run_id ?? null };
-    if (!actions.newRun({ ...want() })) pending = null;
+    asked.restart(chapter().run, runRef(chapter().run), store.state.hello?.run_id ?? null);
   }
 
   store.on('hello', (msg) => {
-    if (pending && msg.watching === pending.ref && msg.run_id !== pending.runId) pending = null;
+    asked.hello(msg);
     if (active && freshDue && chapter() && msg.watching === runRef(chapter().run)) restart();
     if (active && deferred) ensureRun(deferred);
     if (active) render();
   });
   store.on('error', (msg) => {
-    if (!pending) return;
-    // Refused for pace (a fast walk through the chapters), not for what was asked: ask again.
-    if (msg.code === 'rate_limited') {
-      const asked = pending;
-      setTimeout(() => {
-        if (pending !== asked) return;
-        if (asked.runId === null) actions.watchRun(asked.ref);
-        else actions.newRun({ ...want() });
-      }, 1100);
-      return;
-    }
     // A watch refused (no runs beside the class run here, or too many): the chapter is told
-    // on the run this page watches. A restart refused: the server's reason.
-    const watchRefused = pending.runId === null;
-    pending = null;
-    refused = watchRefused ? NO_RUN_HERE : msg.message || msg.code || true;
+    // on the run this page watches. A restart refused: the server's reason. Refused for pace
+    // only: asked again (request.js).
+    const said = asked.error(msg);
+    if (said === null) return;
+    refused = said;
     if (active) render();
   });
   store.on('step', () => {
@@ -242,7 +232,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     const ch = chapter();
     if (!ch) return false;
     const text = `${filled(ch.title)} ${filled(ch.text)}`;
-    return !pending && watchingIt() && Boolean(store.state.step) && !text.includes(PENDING) && !/\{\w+\}/.test(text);
+    return !asked.pending && watchingIt() && Boolean(store.state.step) && !text.includes(PENDING) && !/\{\w+\}/.test(text);
   }
 
   let cameraRetry = 0;
@@ -404,7 +394,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     if (!active) return;
     active = false;
     deferred = null;
-    pending = null;
+    asked.clear();
     freshDue = false;
     actions?.watchRun?.('class'); // back to the class run, as it went on meanwhile
     entering += 1;
@@ -511,7 +501,7 @@ export function mountStory(store, { getStage, actions, labels }) {
         title: active ? els.title.textContent : '',
         note: active ? els.note.textContent : '',
         source: active ? els.source.textContent : '',
-        pending: pending?.key ?? null,
+        pending: asked.pending?.key ?? null,
         drift,
         memo: JSON.parse(JSON.stringify(memo)),
         figure: chapterModule?.info?.() ?? null,
