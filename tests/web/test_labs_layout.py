@@ -257,6 +257,8 @@ def test_every_panel_fits_a_small_projector(page_at, web, projector) -> None:
         assert inside(box, 1024, 768), f"{name}: the panel {box} leaves the window"
         close = page.evaluate(CLOSE_REACHABLE, sel)
         assert close["inside"] and close["onTop"], f"{name}: the close button is covered: {close}"
+        bg = page.evaluate("(s) => getComputedStyle(document.querySelector(s)).background", sel)
+        assert bg.startswith("rgb("), f"{name}: the panel lets the page show through: {bg}"
         small = [t for t in page.evaluate(TEXT_SIZES, sel) if t["px"] < least - 0.01]
         assert not small, f"{name}: text under {least} px: {small[:6]}"
         page.locator(f"{sel} .lab-close").click()

@@ -12,7 +12,7 @@ VIEWPORT = {"width": 1024, "height": 768}
 SIZES = ((1024, 768), (1366, 768), (1920, 1080), (768, 1024))
 
 # Every numbered label against every panel that shows: the boxes in CSS pixels.
-OVERLAPS = """() => {
+OVERLAPS = r"""() => {
   const shown = (el) => {
     if (!el || el.closest('[hidden]')) return false;
     const s = getComputedStyle(el);
@@ -24,10 +24,25 @@ OVERLAPS = """() => {
     return { l: r.left, t: r.top, r: r.right, b: r.bottom };
   };
   const name = (el) => el.id ? `#${el.id}` : `.${[...el.classList].join('.')}`;
-  const panels = [...document.querySelectorAll(
+  const shownPanels = [...document.querySelectorAll(
     'section.panel, #field-panel, .presenter-bar > *, .presenter-row > *, .topbar, #legend,'
-    + ' #colour-key, .tour-box, .story-box'
-  )].filter(shown).map((el) => ({ name: name(el), ...box(el) }));
+    + ' #colour-key, .tour-box, .story-box, .lab-panel, .card, .overlay-box, .toast'
+  )].filter(shown);
+  const panels = shownPanels.map((el) => ({ name: name(el), ...box(el) }));
+  // A panel that holds text is opaque: nothing behind it shows through (the top bar is a
+  // strip over the scene's edge, its fade kept; a line of bare text such as the keys'
+  // legend has no box at all).
+  const alpha = (c) => {
+    const m = /rgba?\(([^)]*)\)/.exec(c);
+    const p = m ? m[1].split(/[ ,/]+/).filter(Boolean) : [];
+    return p.length > 3 ? Number(p[3]) : 1;
+  };
+  const seeThrough = shownPanels.filter((el) => !el.classList.contains('topbar'))
+    .filter((el) => {
+      const a = alpha(getComputedStyle(el).backgroundColor);
+      return a > 0 && a < 1;
+    })
+    .map((el) => `${name(el)} ${getComputedStyle(el).backgroundColor}`);
   const labels = [...document.querySelectorAll('#labels .label')].filter(shown)
     .map((el) => ({ name: el.textContent.trim(), ...box(el) }));
   const cut = (a, b) => a.l < b.r - 1 && b.l < a.r - 1 && a.t < b.b - 1 && b.t < a.b - 1;
@@ -35,7 +50,7 @@ OVERLAPS = """() => {
   for (const l of labels) {
     for (const p of panels) if (cut(l, p)) hits.push(`${l.name} under ${p.name}`);
   }
-  return { hits, labels: labels.length };
+  return { hits, labels: labels.length, seeThrough };
 }"""
 
 
@@ -56,6 +71,7 @@ def test_no_label_sits_under_a_panel_at_the_rooms_sizes(page_at, web, lang, them
         web.screenshot(page, f"room_{lang}{theme and '_' + theme}_{width}x{height}")
         assert got["labels"] == 7, (width, height, got)
         assert got["hits"] == [], (lang, theme, width, height, got["hits"])
+        assert got["seeThrough"] == [], (lang, theme, width, height, got["seeThrough"])
     assert w.errors == [], w.errors
 
 
@@ -90,11 +106,11 @@ def test_the_step_panel_is_a_drawer_and_present_sits_in_the_menu(page_at, web) -
 
 # The label of the part a tour stop names, and every numbered label, against every panel.
 NAMED = OVERLAPS.replace(
-    "return { hits, labels: labels.length };",
+    "return { hits, labels: labels.length, seeThrough };",
     "const part = window.trainingRun.tourPart;"
     " const named = [...document.querySelectorAll(`#labels .label[data-part='${part}']`)]"
     ".filter(shown).map((el) => el.textContent.trim());"
-    " return { hits, labels: labels.length, named };",
+    " return { hits, labels: labels.length, seeThrough, named };",
 )
 
 
@@ -120,4 +136,5 @@ def test_no_tour_stop_covers_the_part_it_names(page_at, web, size) -> None:
             web.screenshot(page, f"tour_{size[0]}x{size[1]}_stop{stop + 1}")
         assert got["named"], (size, stop, got)
         assert got["hits"] == [], (size, stop, got["hits"])
+        assert got["seeThrough"] == [], (size, stop, got["seeThrough"])
     assert w.errors == [], w.errors
