@@ -405,7 +405,7 @@ def test_a_page_in_the_story_leaves_the_class_run_and_its_pages_alone(
 
 
 # Every piece of GPU 1's close-up, as the test hook names it.
-CLOSE_UP = {"gpu": 1, "compute": 1, "strip": 1, "wall": 2, "tick": 8, "lid": 1}
+CLOSE_UP = {"gpu": 1, "compute": 1, "strip": 1, "wall": 2, "capacity": 8, "lid": 1}
 
 
 def _pieces(page) -> dict[str, list[dict]]:
@@ -420,8 +420,10 @@ def test_gpu_one_opens_up_close_in_the_scene(page_at, web) -> None:
     (a flight, not a cut); its compute block with a strip of cores, two memory walls with a
     tick at each quarter and a lid, each piece on screen and clear of the story card. In
     chapter 2 the lid is shut; in chapter 3 it lifts, the walls fill to GPU 1's live memory
-    account and the strip lights with the work of the step playing. The next chapter puts
-    it all away."""
+    account and the strip lights with the work of the step playing. In chapter 4 the GPU
+    stays open and four layers drop in as slabs between the walls, one by one, the walls
+    filling with each to near the top tick, hairlines over the top slab for the layers a
+    real model adds. The chapter after puts it all away."""
     watch = page_at("?story=one-gpu&chapter=1", viewport={"width": 1024, "height": 768})
     page = watch.page
     page.wait_for_function(
@@ -470,11 +472,111 @@ def test_gpu_one_opens_up_close_in_the_scene(page_at, web) -> None:
     assert fig["memory"] == pytest.approx(card_total, rel=0.05)
     web.screenshot(page, "story_gpu_open_1024")
 
+    # Chapter 4: the layers drop in, one at a time, stacked up from the compute block.
+    page.keyboard.press("PageDown")
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 4 && window.trainingRun.story.figure"
+        " && window.trainingRun.story.figure.layers >= 1"
+    )
+    seen = page.evaluate("window.trainingRun.story.figure.layers")
+    assert seen < 4, "the slabs drop in one by one, not all at once"
+    page.wait_for_function(
+        "window.trainingRun.story.figure.landed === 4 && !window.trainingRun.cameraFlying"
+    )
+    stacked = _pieces(page)
+    assert len(stacked["slab"]) == 4 and len(stacked["more"]) == 3, stacked.keys()
+    tops = [r["top"] for r in stacked["slab"]]
+    assert tops == sorted(tops, reverse=True), "each slab lands on the one below"
+    compute = stacked["compute"][0]
+    assert all(r["bottom"] <= compute["bottom"] for r in stacked["slab"]), stacked["slab"]
+    assert max(r["top"] for r in stacked["more"]) < min(tops), "hairlines above the top slab"
+    # The walls hold the four full-size layers: most of the GPU, not the live sliver.
+    assert 0.5 < story(page)["figure"]["memory"] <= 1, story(page)["figure"]
+    web.screenshot(page, "story_gpu_layers_1024")
+
     # ... and out again, flying.
     page.keyboard.press("PageDown")
     page.wait_for_function("window.trainingRun.cameraFlying === true")
-    page.wait_for_function("window.trainingRun.story.chapter === 4")
+    page.wait_for_function("window.trainingRun.story.chapter === 5")
     page.wait_for_function("window.trainingRun.figure.length === 0")
+    assert watch.errors == [], watch.errors
+
+
+# Frame by frame, what the step inside GPU 1 shows: phase, the layer the band or ring is on,
+# the ticks left; until an update has drained the ticks after a full pass up and down.
+WATCH_STEP = """() => new Promise((done) => {
+  const seen = [];
+  const t0 = performance.now();
+  const look = () => {
+    const s = window.trainingRun.story.figure?.step;
+    const names = window.trainingRun.figure.map((p) => p.name);
+    if (s) seen.push({ phase: s.phase, at: s.at, ticks: s.ticks, readout: s.readout,
+      band: names.includes('band'), ring: names.includes('ring'),
+      tickShown: names.filter((n) => n === 'tick').length });
+    const phases = seen.map((x) => x.phase);
+    const layers = (p) => new Set(seen.filter((x) => x.phase === p).map((x) => x.at)).size;
+    const full = phases.indexOf('forward') >= 0
+      && phases.lastIndexOf('update') > phases.indexOf('backward')
+      && phases.indexOf('backward') > phases.indexOf('forward')
+      && layers('forward') >= 3 && layers('backward') >= 3;
+    if (full || performance.now() - t0 > 90000) done(seen);
+    else requestAnimationFrame(look);
+  };
+  look();
+})"""
+
+
+def test_the_step_plays_inside_gpu_one(page_at, web) -> None:
+    """Chapter 7 opens GPU 1 with its four layers in place and draws the live step through
+    them from GPU 1's lane of the trace: an amber band climbing the layers in the forward
+    pass, a pink ring coming back down in the backward pass, leaving a tick on each layer it
+    passed, then the update draining the ticks; a readout names each phase. Chapter 8 draws
+    the same step beside its 16 live weights."""
+    watch = page_at("?story=one-gpu&chapter=7", viewport={"width": 1024, "height": 768})
+    page = watch.page
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 7 && window.trainingRun.story.figure"
+        " && window.trainingRun.story.figure.landed === 4 && !window.trainingRun.cameraFlying",
+        timeout=60_000,
+    )
+    seen = page.evaluate(WATCH_STEP)
+    phases = [x["phase"] for x in seen]
+    assert "forward" in phases and "backward" in phases and "update" in phases, set(phases)
+    seen = seen[phases.index("forward") :]  # from the first step seen from its start
+    runs: list[list[dict]] = []  # the frames of each phase in turn
+    for x in seen:
+        if not runs or runs[-1][0]["phase"] != x["phase"]:
+            runs.append([])
+        runs[-1].append(x)
+    up = [x for x in seen if x["phase"] == "forward"]
+    back = [x for x in seen if x["phase"] == "backward"]
+    # Each forward pass climbs (never back down), each backward pass comes down, over the
+    # layers: the band from the bottom, the ring from the top.
+    for run in runs:
+        ats = [x["at"] for x in run]
+        if run[0]["phase"] == "forward":
+            assert ats == sorted(ats), ats
+        if run[0]["phase"] == "backward":
+            assert ats == sorted(ats, reverse=True), ats
+    assert len({x["at"] for x in up}) >= 3 and len({x["at"] for x in back}) >= 3, runs
+    assert all(x["band"] and not x["ring"] for x in up), up[:3]
+    assert all(x["ring"] and not x["band"] for x in back), back[:3]
+    # A tick on every layer the ring has passed, none before the backward pass.
+    assert all(x["ticks"] == 0 for x in up), up[:3]
+    assert all(x["ticks"] == 4 - x["at"] == x["tickShown"] for x in back), back
+    # The readout names the phase as it happens.
+    assert {x["readout"] for x in up} == {"forward"}
+    assert {x["readout"] for x in back} == {"backward"}
+    web.screenshot(page, "story_step_inside_1024")
+
+    page.keyboard.press("PageDown")
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 8 && window.trainingRun.story.figure"
+        " && window.trainingRun.story.figure.landed === 4"
+    )
+    again = page.evaluate(WATCH_STEP)
+    assert {"forward", "backward", "update"} <= {x["phase"] for x in again}
+    assert story(page)["figure"]["step"]["steps"] >= 1
     assert watch.errors == [], watch.errors
 
 

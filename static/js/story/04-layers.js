@@ -1,17 +1,21 @@
 // Chapter 4: layers drop in one at a time and the walls fill a notch each: the live
 // account per layer, and the same four layers at full size (the memory lab's 18 bytes a
-// weight) on the GPU's walls, to near the top tick.
+// weight) on the GPU's walls, to near the top tick. In the scene, GPU 1 stays open and the
+// four layers drop in as slabs between its walls, the walls filling with each.
 import { t } from '../i18n/lang.js';
 import { percent } from '../i18n/units.js';
 import { h, redrawer, wall } from './figure.js';
+import { gpuCloseUp } from './closeup.js';
 
-export function enter({ figure, store, story, values }) {
+export function enter(ctx) {
+  const { figure, store, story, values } = ctx;
   const f = story.figures;
   const four = f.layers4;
   const per = four.fraction / 4;
   const share = four.weight_grad / four.bytes;
   let shown = 0;
   let timer = 0;
+  const gpu = gpuCloseUp(ctx, true, { layers: 4 });
   const draw = redrawer(figure, (n, v) => [
     h('div', { class: 'sf-row' },
       h('div', { class: 'sf-slabs' }, Array.from({ length: 4 }, (_, i) => h('b', { class: `sf-slab${i < n ? ' in' : ''}`, text: t('Layer {n}', { n: i + 1 }) })),
@@ -23,16 +27,17 @@ export function enter({ figure, store, story, values }) {
     ),
     h('p', { class: 'sf-legend', text: t('Live: {layer_bytes} a layer here. Full size: {scale_layer_params} weights a layer.', v) }),
   ]);
-  const setWalls = (n) => store.set('memoryCase', {
-    label: `${n} full-size layers on one GPU`,
-    fraction: per * n,
-    parts: [{ name: 'weights', fraction: (per * n * share) / 2 }, { name: 'grads', fraction: (per * n * share) / 2 }, { name: 'optimizer', fraction: per * n * (1 - share) }],
-    fits: per * n <= 1,
-  });
-  const update = () => draw([shown, values().layer_bytes], shown, values());
+  // GPU 1's walls in the scene hold the same four layers (the main scene's walls, hidden
+  // behind the close-up, are left alone).
+  const setWalls = (n) => gpu.setFill(per * n);
+  const update = () => {
+    draw([shown, values().layer_bytes], shown, values());
+    gpu.update();
+  };
   const drop = () => {
     shown += 1;
     setWalls(shown);
+    gpu.setLayers(shown);
     update();
     if (shown < 4) timer = setTimeout(drop, store.state.reducedMotion ? 0 : 900);
   };
@@ -42,8 +47,8 @@ export function enter({ figure, store, story, values }) {
     update,
     leave() {
       clearTimeout(timer);
-      store.set('memoryCase', null);
+      gpu.leave();
     },
-    info: () => ({ layers: shown, fraction: per * shown }),
+    info: () => ({ ...gpu.info(), layers: shown, fraction: per * shown }),
   };
 }

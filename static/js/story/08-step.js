@@ -1,9 +1,13 @@
 // Chapter 8: one step: 16 of the model's weights (the probe watches them), shifting as
-// each update lands; the step counter beside them.
+// each update lands; the step counter beside them. In the scene, GPU 1 open with its four
+// layers, the whole step drawn through them: up, back down, then the update.
 import { t } from '../i18n/lang.js';
 import { dots, h, redrawer } from './figure.js';
+import { gpuCloseUp } from './closeup.js';
 
-export function enter({ figure, store }) {
+export function enter(ctx) {
+  const { figure, store } = ctx;
+  const gpu = gpuCloseUp(ctx, true, { layers: 4, stepping: true });
   let before = null;
   const draw = redrawer(figure, (probe, step) => [
     dots(before ? [before, probe.weights] : [probe.weights], { labels: before ? [t('before'), t('step {n}', { n: step })] : [t('step {n}', { n: step })] }),
@@ -18,6 +22,10 @@ export function enter({ figure, store }) {
     last = probe.weights;
     draw([probe.weights, before], probe, s.step?.step ?? 0);
   };
-  update();
-  return { update, leave() {} };
+  const both = () => {
+    gpu.update();
+    update();
+  };
+  both();
+  return { update: both, leave: gpu.leave, info: gpu.info };
 }

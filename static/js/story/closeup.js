@@ -2,16 +2,23 @@
 // page): the drawing (gpu3d.js) is imported once the 3D stage is up, which starts after
 // the socket, so a chapter may enter before it.
 
-/** gpuCloseUp(ctx, open) -> { update(), leave(), info() }: mounted now or on a later update. */
-export function gpuCloseUp({ getStage, store, reduced }, open) {
+/** gpuCloseUp(ctx, open, {layers, stepping}) -> { update(), setLayers(n), setFill(f), leave(), info() }:
+ * mounted now or on a later update; layers shown before it is up are shown when it is.
+ * `stepping`: every layer in place, and the live step drawn through them (stepinside.js). */
+export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false } = {}) {
   let gpu = null;
   let left = false;
   let loading = null;
+  let shown = 0;
+  let fill = null;
   const ensure = () => {
     if (gpu || left || loading || !getStage?.()) return gpu;
     loading = import('./gpu3d.js')
       .then((m) => {
-        if (!left) gpu = m.mountGpu3d({ getStage, store, reduced, open });
+        if (left) return;
+        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping });
+        if (shown) gpu?.setLayers(shown);
+        if (fill !== null) gpu?.setFill(fill);
       })
       .catch((err) => {
         left = true; // not tried again
@@ -25,6 +32,15 @@ export function gpuCloseUp({ getStage, store, reduced }, open) {
   ensure();
   return {
     update: () => ensure()?.update(),
+    setLayers(n) {
+      shown = n;
+      ensure()?.setLayers(n);
+    },
+    /** Fill the walls to this fraction of the GPU's memory instead of its live account. */
+    setFill(f) {
+      fill = f;
+      ensure()?.setFill(f);
+    },
     leave() {
       left = true;
       gpu?.leave();

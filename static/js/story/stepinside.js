@@ -1,0 +1,141 @@
+// One training step inside GPU 1's close-up (gpu3d.js), drawn from GPU 1's lane of the live
+// step's trace as it plays: the forward pass an amber band climbing the layers' slabs, the
+// backward pass a pink ring coming back down, leaving a tick on each slab it passes (the
+// gradients, written down, not yet applied), and the update draining the ticks while every
+// slab re-tones. A readout over the stack names the phase as it happens. What the trace
+// does not have (a one-GPU step has no all-reduce) is not drawn. With reduced motion the
+// band and ring sit on the layer the trace is at, with no tweening in between.
+
+import * as THREE from 'three';
+import { t } from '../i18n/lang.js';
+import { textSprite } from '../scene/util.js';
+
+const PHASES = [
+  [/^forward/, 'forward'],
+  [/^backward/, 'backward'],
+  [/allreduce|reduce_scatter|all_gather/, 'allreduce'],
+  [/^(optimizer|update)/, 'update'],
+];
+const WORDS = {
+  forward: () => t('forward pass: the band climbs the layers'),
+  backward: () => t('backward pass: gradients noted, layer by layer'),
+  allreduce: () => t('all-reduce: gradients averaged'),
+  update: () => t('update: every weight moves once'),
+};
+
+const phaseOf = (kind) => (kind ? PHASES.find(([re]) => re.test(kind))?.[1] ?? null : null);
+
+/**
+ * stepInside({parent, slabs, size, colour, at3}) -> {frame(frame), info(), describe(box), dispose()}
+ * @param parent the close-up's group; slabs its layer meshes, bottom first, all landed
+ * @param size the slab's {w, h, d}; colour(name, fallback) reads the page's colours
+ * @param at3 where the readout sits ([x, y, z] in the close-up: at its foot)
+ */
+export function stepInside({ parent, slabs, size, colour, at3 }) {
+  const n = slabs.length;
+  const group = new THREE.Group();
+  group.name = 'step-inside';
+  const amber = colour('--forward', '#e69f00');
+  const pink = colour('--backward', '#cc79a7');
+  const band = new THREE.Mesh(
+    new THREE.BoxGeometry(size.w + 0.16, size.h + 0.1, size.d + 0.16),
+    new THREE.MeshBasicMaterial({ color: amber, transparent: true, opacity: 0.55, depthWrite: false }),
+  );
+  const ring = new THREE.Mesh(
+    new THREE.BoxGeometry(size.w + 0.34, 0.1, size.d + 0.34),
+    new THREE.MeshBasicMaterial({ color: pink }),
+  );
+  const ticks = slabs.map((slab) => {
+    const tick = new THREE.Mesh(new THREE.BoxGeometry(0.34, 0.1, 0.08), new THREE.MeshBasicMaterial({ color: pink }));
+    tick.position.set(size.w / 2 - 0.3, slab.userData.rest, size.d / 2 + 0.05);
+    tick.visible = false;
+    return tick;
+  });
+  band.visible = false;
+  ring.visible = false;
+  group.add(band, ring, ...ticks);
+  parent.add(group);
+
+  const baseTone = slabs[0]?.material.color.clone() ?? new THREE.Color(0x9d8fd6);
+  const brightTone = baseTone.clone().lerp(new THREE.Color(0xffffff), 0.45);
+  let readout = null;
+  let said = null;
+  let phase = null;
+  let at = -1; // the layer the band or ring is on
+  let drained = 1; // the ticks' size during the update, 1 full
+  let steps = 0; // steps seen from start to update
+
+  function say(p) {
+    if (p === said) return;
+    said = p;
+    if (readout) {
+      group.remove(readout);
+      readout.material.map?.dispose();
+      readout.material.dispose();
+    }
+    readout = p ? textSprite(WORDS[p](), { height: 0.34, bg: 'rgba(8,13,24,0.9)' }) : null;
+    if (readout) {
+      readout.material.depthTest = false; // read in front of the floor and the board
+      readout.renderOrder = 10;
+      readout.position.set(...at3);
+      group.add(readout);
+    }
+  }
+
+  function layerAt(p) {
+    return Math.min(n - 1, Math.max(0, Math.floor(p * n)));
+  }
+
+  /** A frame of the step playing (the stage's onUpdate frame). */
+  function frame(f) {
+    const e = f?.lane?.(0) ?? null;
+    const p = phaseOf(e?.kind ?? null);
+    const progress = e && f.progressOf ? f.progressOf(e.t0, e.t0 + e.dur) : 0;
+    if (p === 'forward' && phase !== 'forward') {
+      for (const tick of ticks) tick.visible = false; // a new step: nothing noted yet
+      drained = 1;
+    }
+    if (p === 'update' && phase !== 'update') steps += 1;
+    phase = p ?? phase;
+    band.visible = p === 'forward';
+    ring.visible = p === 'backward';
+    if (p === 'forward') {
+      at = layerAt(progress);
+      band.position.y = slabs[at].userData.rest;
+    } else if (p === 'backward') {
+      at = n - 1 - layerAt(progress);
+      ring.position.y = slabs[at].userData.rest;
+      ticks.forEach((tick, i) => {
+        if (i >= at) tick.visible = true;
+      });
+    } else if (p === 'update') {
+      drained = 1 - progress;
+      for (const tick of ticks) tick.scale.setScalar(Math.max(0.05, drained));
+    }
+    if (p !== 'update') for (const tick of ticks) tick.scale.setScalar(1);
+    if (p === 'update' && drained <= 0.05) for (const tick of ticks) tick.visible = false;
+    const glow = p === 'update' ? Math.sin(Math.PI * Math.min(1, progress)) : 0;
+    for (const slab of slabs) slab.material.color.copy(baseTone).lerp(brightTone, glow);
+    if (p) say(p);
+  }
+
+  const boxOf = (obj) => {
+    const b = new THREE.Box3().setFromObject(obj);
+    return { min: b.min.toArray(), max: b.max.toArray() };
+  };
+
+  return {
+    frame,
+    info: () => ({ phase, at, ticks: ticks.filter((x) => x.visible).length, steps, readout: said }),
+    describe: () => [
+      ...(band.visible ? [{ name: 'band', box: boxOf(band) }] : []),
+      ...(ring.visible ? [{ name: 'ring', box: boxOf(ring) }] : []),
+      ...ticks.filter((x) => x.visible).map((x) => ({ name: 'tick', box: boxOf(x) })),
+      ...(readout ? [{ name: 'readout', box: boxOf(readout) }] : []),
+    ],
+    dispose() {
+      parent.remove(group);
+      readout?.material.map?.dispose();
+    },
+  };
+}
