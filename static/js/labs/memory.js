@@ -4,9 +4,9 @@
 // the whole training state on one GPU (it towers over the wall), then, with "spread over N
 // GPUs", each GPU's share of it (the walls come back below the line).
 
-import { t } from '../i18n/lang.js';
+import { t, tr } from '../i18n/lang.js';
 import { whole } from '../i18n/units.js';
-import { h, bytes, local } from './dom.js';
+import { h, local } from './dom.js';
 import * as api from './api.js';
 
 export function create({ store }) {
@@ -157,9 +157,11 @@ export function create({ store }) {
       out(t('GPUs just to fit training'), whole(r.gpus_to_fit_training), t('{n} at 18 B/param', { n: r.gpus_to_fit_training_fp32_grads }), 'gpus'),
     );
     const total = r.training_bytes;
-    els.bar.setAttribute('aria-label', `Training memory: ${r.training_parts.map((p) => `${p.label} ${bytes(p.bytes)}`).join(', ')}`);
+    // The parts' names come from the server in English: said in the page's language.
+    const parts = r.training_parts.map((p) => t('{part} {size}', { part: tr(p.label), size: local.bytes(p.bytes) }));
+    els.bar.setAttribute('aria-label', t('Training memory: {parts}', { parts: parts.join(', ') }));
     els.bar.replaceChildren(...r.training_parts.map((p) =>
-      h('span', { class: `seg seg-${p.name}`, style: `flex-grow:${p.bytes / total}`, title: `${p.label}: ${bytes(p.bytes)}` }, h('b', { text: `${p.bytes_per_param}` }), ' B'),
+      h('span', { class: `seg seg-${p.name}`, style: `flex-grow:${p.bytes / total}`, title: t('{part}: {size}', { part: tr(p.label), size: local.bytes(p.bytes) }) }, h('b', { text: `${p.bytes_per_param}` }), ' B'),
     ));
     els.barKey.replaceChildren(
       h('li', {}, h('i', { class: 'sw seg-weights' }), t('weight + gradient: 4 B ({size})', { size: local.bytes(r.training_parts[0].bytes + r.training_parts[1].bytes) })),
