@@ -99,7 +99,11 @@ def test_the_room_follows_the_presenter(browser, tmp_path, web) -> None:
         p.keyboard.press("m")
         p.wait_for_selector("#mem-params", state="visible")
         p.fill("#mem-params", "405B")
-        p.press("#mem-params", "Enter")
+        # Enter in the field picks the size; Enter anywhere else would move the tour on, so
+        # the field must hold the focus when it is pressed.
+        p.focus("#mem-params")
+        wait(p, "document.activeElement && document.activeElement.id === 'mem-params'")
+        p.keyboard.press("Enter")
         stop, view = web.tr(p, "tourStop"), web.tr(p, "view")
         assert stop == 2 and web.tr(p, "tourActive")
         for f in followers:
