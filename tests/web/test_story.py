@@ -166,12 +166,18 @@ def story_server(team_recording, web):
 
 
 def shots_dir() -> Path | None:
-    """Where to write the chapters' screenshots, or None: only when someone asked to see them."""
+    """Where to write the chapters' screenshots, or None: only when someone asked to see them
+    (STORY_SHOTS=docs/img/story, at STORY_SHOTS_SIZE=1920x1080 or 1024x768)."""
     if not os.environ.get("STORY_SHOTS"):
         return None
     out = Path(os.environ["STORY_SHOTS"])
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def shots_size() -> dict[str, int]:
+    w, h = os.environ.get("STORY_SHOTS_SIZE", "1920x1080").split("x")
+    return {"width": int(w), "height": int(h)}
 
 
 def story(page) -> dict:
@@ -510,14 +516,17 @@ WATCH_STEP = """() => new Promise((done) => {
   const look = () => {
     const s = window.trainingRun.story.figure?.step;
     const names = window.trainingRun.figure.map((p) => p.name);
-    if (s) seen.push({ phase: s.phase, at: s.at, ticks: s.ticks, readout: s.readout,
+    if (s) seen.push({ phase: s.phase, at: s.at, ticks: s.ticks, piled: s.piled, tray: s.tray,
+      readout: s.readout,
       band: names.includes('band'), ring: names.includes('ring'),
       tickShown: names.filter((n) => n === 'tick').length });
     const phases = seen.map((x) => x.phase);
     const layers = (p) => new Set(seen.filter((x) => x.phase === p).map((x) => x.at)).size;
-    const full = phases.indexOf('forward') >= 0
-      && phases.lastIndexOf('update') > phases.indexOf('backward')
-      && phases.indexOf('backward') > phases.indexOf('forward')
+    const f = phases.indexOf('forward', phases.indexOf('update')); // a step from its start
+    const b = phases.indexOf('backward', f);
+    const u = b < 0 ? -1 : phases.indexOf('update', b);
+    const full = phases.indexOf('update') >= 0 && f >= 0 && b > f && u > b
+      && phases.indexOf('forward', u) > u
       && layers('forward') >= 3 && layers('backward') >= 3;
     if (full || performance.now() - t0 > 90000) done(seen);
     else requestAnimationFrame(look);
@@ -526,12 +535,18 @@ WATCH_STEP = """() => new Promise((done) => {
 })"""
 
 
+def phases_from(seen: list[dict], phase: str) -> int:
+    """Where `phase` first shows in the frames seen."""
+    return next(i for i, x in enumerate(seen) if x["phase"] == phase)
+
+
 def test_the_step_plays_inside_gpu_one(page_at, web) -> None:
     """Chapter 7 opens GPU 1 with its four layers in place and draws the live step through
     them from GPU 1's lane of the trace: an amber band climbing the layers in the forward
     pass, a pink ring coming back down in the backward pass, leaving a tick on each layer it
-    passed, then the update draining the ticks; a readout names each phase. Chapter 8 draws
-    the same step beside its 16 live weights."""
+    passed, once for each of the run's two microbatches with the ticks piling up, then the
+    update draining them; a readout names each phase. Chapter 8 draws the same step beside
+    its 16 live weights; chapter 9 adds the two microbatches as trays, each lit in turn."""
     watch = page_at("?story=one-gpu&chapter=7", viewport={"width": 1024, "height": 768})
     page = watch.page
     page.wait_for_function(
@@ -542,7 +557,7 @@ def test_the_step_plays_inside_gpu_one(page_at, web) -> None:
     seen = page.evaluate(WATCH_STEP)
     phases = [x["phase"] for x in seen]
     assert "forward" in phases and "backward" in phases and "update" in phases, set(phases)
-    seen = seen[phases.index("forward") :]  # from the first step seen from its start
+    seen = seen[phases.index("forward", phases.index("update")) :]  # a step from its start
     runs: list[list[dict]] = []  # the frames of each phase in turn
     for x in seen:
         if not runs or runs[-1][0]["phase"] != x["phase"]:
@@ -561,9 +576,16 @@ def test_the_step_plays_inside_gpu_one(page_at, web) -> None:
     assert len({x["at"] for x in up}) >= 3 and len({x["at"] for x in back}) >= 3, runs
     assert all(x["band"] and not x["ring"] for x in up), up[:3]
     assert all(x["ring"] and not x["band"] for x in back), back[:3]
-    # A tick on every layer the ring has passed, none before the backward pass.
-    assert all(x["ticks"] == 0 for x in up), up[:3]
-    assert all(x["ticks"] == 4 - x["at"] == x["tickShown"] for x in back), back
+    # A tick on every layer the ring has passed, none before the first backward pass; the
+    # run cuts its batch into microbatches, and each one's gradients pile onto the ticks
+    # until the one update.
+    assert all(x["ticks"] == 0 for x in runs[0]), runs[0][:3]
+    assert all(x["ticks"] >= 4 - x["at"] and x["ticks"] == x["tickShown"] for x in back), back
+    microbatches = page.evaluate("window.trainingRun.plan.microbatches")
+    assert microbatches == 2
+    assert max(x["piled"] for x in seen) == microbatches, [x["piled"] for x in seen]
+    after = [x for x in seen[phases_from(seen, "update") :] if x["phase"] == "forward"]
+    assert after and all(x["ticks"] == 0 for x in after), "the next step starts with no ticks"
     # The readout names the phase as it happens.
     assert {x["readout"] for x in up} == {"forward"}
     assert {x["readout"] for x in back} == {"backward"}
@@ -577,13 +599,28 @@ def test_the_step_plays_inside_gpu_one(page_at, web) -> None:
     again = page.evaluate(WATCH_STEP)
     assert {"forward", "backward", "update"} <= {x["phase"] for x in again}
     assert story(page)["figure"]["step"]["steps"] >= 1
+    assert _pieces(page).get("microbatch") is None, "no trays before the microbatches chapter"
+
+    # Chapter 9: the two microbatches as trays beside the GPU, each lit in turn while its
+    # pass climbs and comes down; none lit during the update.
+    page.keyboard.press("PageDown")
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 9 && window.trainingRun.story.figure"
+        " && window.trainingRun.story.figure.landed === 4 && !window.trainingRun.cameraFlying"
+    )
+    assert len(_pieces(page)["microbatch"]) == 2
+    trays = page.evaluate(WATCH_STEP)
+    working = [x for x in trays if x["phase"] in ("forward", "backward")]
+    assert {x["tray"] for x in working} == {0, 1}, working
+    assert all(x["tray"] == -1 for x in trays if x["phase"] == "update")
+    web.screenshot(page, "story_microbatches_1024")
     assert watch.errors == [], watch.errors
 
 
 def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, web) -> None:
     story_server, recorded = story_server
     shots = shots_dir()
-    size = {"viewport": web.FULL_HD} if shots else {}
+    size = {"viewport": shots_size()} if shots else {}
     # The walk checks each chapter's state, not its pixels: without screenshots to take, the
     # page skips its WebGL draws (?draw=0).
     query = "?story=one-gpu&chapter=1" + ("" if shots else "&draw=0")
@@ -640,7 +677,10 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
             page.wait_for_function("window.trainingRun.field.on === false")
         seen[cid] = story(page)
         if shots:
-            page.screenshot(path=str(shots / f"{n:02d}-{cid}.png"), timeout=120_000)
+            width = shots_size()["width"]
+            page.screenshot(
+                path=str(shots / f"{n:02d}-{cid}-{width}.jpg"), quality=80, timeout=120_000
+            )
         assert page.evaluate("new URL(location.href).searchParams.get('chapter')") == str(n)
 
     # The out-of-memory chapter: the walls overflow, in weights + gradients and optimizer.

@@ -42,7 +42,7 @@ const boxOf = (obj) => {
 
 /** Mount the close-up on the stage: mountGpu3d({ getStage, store, reduced, open }) ->
  * { update(), leave(), info() }, or null when there is no 3D stage. */
-export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false }) {
+export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0 }) {
   const stage = getStage?.();
   const lay = stage?.layout?.();
   const g = lay?.gpus?.[0];
@@ -130,7 +130,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     }
   }
   const inside = stepping && layers
-    ? stepInside({ parent: root, slabs, size: { w: SLAB.w, h: SLAB.h, d: SLAB.d }, colour: cssColour, at3: [0, 0.05, 2.75] })
+    ? stepInside({ parent: root, slabs, size: { w: SLAB.w, h: SLAB.h, d: SLAB.d }, colour: cssColour, at3: [0, 0.05, 2.75], trays })
     : null;
 
   // The lid: 0 shut, 1 open; moved towards `want` over LID_S unless motion is reduced.
@@ -223,7 +223,8 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
   stage.addOverlay(root);
   // The dive: the camera flies in to the GPU (out again with the next chapter's view).
   // Held while the chapter lasts, so a resize or a panel moving frames it again.
-  stage.holdView({ min: [g.x - 2.6, 0, zFront - 1.6], max: [g.x + 2.6, WALL_H + 1.2, zFront + 3.0] }, { instant: reduced(), direction: [0.1, 0.42, 1], fill: 0.92 });
+  const left = trays ? 4.1 : 2.6; // room for the microbatches' trays beside it
+  stage.holdView({ min: [g.x - left, 0, zFront - 1.6], max: [g.x + 2.6, WALL_H + 1.2, zFront + 3.0] }, { instant: reduced(), direction: [0.1, 0.42, 1], fill: 0.92 });
   placeSlabs();
   if (want !== lift) setOpen(want === 1);
 

@@ -2,7 +2,8 @@
 // step's trace as it plays: the forward pass an amber band climbing the layers' slabs, the
 // backward pass a pink ring coming back down, leaving a tick on each slab it passes (the
 // gradients, written down, not yet applied), and the update draining the ticks while every
-// slab re-tones. A readout over the stack names the phase as it happens. What the trace
+// slab re-tones. A step cut into microbatches climbs and comes down once for each, and the
+// ticks pile up: each grows by one microbatch's share until the one update. A readout over the stack names the phase as it happens. What the trace
 // does not have (a one-GPU step has no all-reduce) is not drawn. With reduced motion the
 // band and ring sit on the layer the trace is at, with no tweening in between.
 
@@ -26,12 +27,13 @@ const WORDS = {
 const phaseOf = (kind) => (kind ? PHASES.find(([re]) => re.test(kind))?.[1] ?? null : null);
 
 /**
- * stepInside({parent, slabs, size, colour, at3}) -> {frame(frame), info(), describe(box), dispose()}
+ * stepInside({parent, slabs, size, colour, at3, trays, trayAt}) -> {frame(frame), info(), describe(box), dispose()}
  * @param parent the close-up's group; slabs its layer meshes, bottom first, all landed
  * @param size the slab's {w, h, d}; colour(name, fallback) reads the page's colours
  * @param at3 where the readout sits ([x, y, z] in the close-up: at its foot)
+ * @param trays the microbatches to draw as trays beside the GPU (0: none), stacked at trayAt
  */
-export function stepInside({ parent, slabs, size, colour, at3 }) {
+export function stepInside({ parent, slabs, size, colour, at3, trays = 0, trayAt = [-3.3, 0.1, 0.6] }) {
   const n = slabs.length;
   const group = new THREE.Group();
   group.name = 'step-inside';
@@ -54,6 +56,19 @@ export function stepInside({ parent, slabs, size, colour, at3 }) {
   band.visible = false;
   ring.visible = false;
   group.add(band, ring, ...ticks);
+  // The microbatches: small trays stacked beside the GPU, the first at the bottom; the one
+  // in the GPU now takes the colour of its pass.
+  const idleTray = new THREE.Color(0x3a4a6a);
+  const trayMeshes = Array.from({ length: trays }, (_, i) => {
+    const tray = new THREE.Mesh(new THREE.BoxGeometry(1.3, 0.12, 0.9), new THREE.MeshLambertMaterial({ color: idleTray }));
+    tray.position.set(trayAt[0], trayAt[1] + i * 0.5, trayAt[2]);
+    const name = textSprite(t('microbatch {n}', { n: i + 1 }), { height: 0.34 });
+    name.position.set(0, 0.24, 0.2);
+    tray.add(name);
+    group.add(tray);
+    return tray;
+  });
+  let tray = -1; // the microbatch in the GPU now
   parent.add(group);
 
   const baseTone = slabs[0]?.material.color.clone() ?? new THREE.Color(0x9d8fd6);
@@ -64,6 +79,13 @@ export function stepInside({ parent, slabs, size, colour, at3 }) {
   let at = -1; // the layer the band or ring is on
   let drained = 1; // the ticks' size during the update, 1 full
   let steps = 0; // steps seen from start to update
+  const piled = slabs.map(() => 0); // microbatches noted on each slab since the last update
+  const setTick = (i) => {
+    const tick = ticks[i];
+    tick.visible = piled[i] > 0;
+    tick.scale.set(piled[i], 1, 1);
+    tick.position.x = size.w / 2 - 0.13 - 0.17 * piled[i]; // grows leftwards from the edge
+  };
 
   function say(p) {
     if (p === said) return;
@@ -91,8 +113,9 @@ export function stepInside({ parent, slabs, size, colour, at3 }) {
     const e = f?.lane?.(0) ?? null;
     const p = phaseOf(e?.kind ?? null);
     const progress = e && f.progressOf ? f.progressOf(e.t0, e.t0 + e.dur) : 0;
-    if (p === 'forward' && phase !== 'forward') {
-      for (const tick of ticks) tick.visible = false; // a new step: nothing noted yet
+    if (p === 'forward' && phase !== 'forward' && !(e.mb > 0)) {
+      piled.fill(0); // a new step: nothing noted yet
+      ticks.forEach((_, i) => setTick(i));
       drained = 1;
     }
     if (p === 'update' && phase !== 'update') steps += 1;
@@ -105,15 +128,24 @@ export function stepInside({ parent, slabs, size, colour, at3 }) {
     } else if (p === 'backward') {
       at = n - 1 - layerAt(progress);
       ring.position.y = slabs[at].userData.rest;
-      ticks.forEach((tick, i) => {
-        if (i >= at) tick.visible = true;
-      });
+      const noted = (e.mb ?? 0) + 1; // this microbatch's gradients join the pile
+      for (let i = at; i < n; i++) {
+        if (piled[i] < noted) {
+          piled[i] = noted;
+          setTick(i);
+        }
+      }
     } else if (p === 'update') {
       drained = 1 - progress;
-      for (const tick of ticks) tick.scale.setScalar(Math.max(0.05, drained));
+      for (const tick of ticks) tick.scale.y = Math.max(0.05, drained);
+      if (drained <= 0.05) {
+        piled.fill(0);
+        ticks.forEach((_, i) => setTick(i));
+      }
     }
-    if (p !== 'update') for (const tick of ticks) tick.scale.setScalar(1);
-    if (p === 'update' && drained <= 0.05) for (const tick of ticks) tick.visible = false;
+    if (p !== 'update') for (const tick of ticks) tick.scale.y = 1;
+    tray = (p === 'forward' || p === 'backward') && trays ? Math.min(trays - 1, e.mb ?? 0) : -1;
+    trayMeshes.forEach((m, i) => m.material.color.copy(i === tray ? (p === 'forward' ? amber : pink) : idleTray));
     const glow = p === 'update' ? Math.sin(Math.PI * Math.min(1, progress)) : 0;
     for (const slab of slabs) slab.material.color.copy(baseTone).lerp(brightTone, glow);
     if (p) say(p);
@@ -126,16 +158,18 @@ export function stepInside({ parent, slabs, size, colour, at3 }) {
 
   return {
     frame,
-    info: () => ({ phase, at, ticks: ticks.filter((x) => x.visible).length, steps, readout: said }),
+    info: () => ({ phase, at, ticks: ticks.filter((x) => x.visible).length, piled: Math.max(0, ...piled), tray, steps, readout: said }),
     describe: () => [
       ...(band.visible ? [{ name: 'band', box: boxOf(band) }] : []),
       ...(ring.visible ? [{ name: 'ring', box: boxOf(ring) }] : []),
       ...ticks.filter((x) => x.visible).map((x) => ({ name: 'tick', box: boxOf(x) })),
       ...(readout ? [{ name: 'readout', box: boxOf(readout) }] : []),
+      ...trayMeshes.map((m) => ({ name: 'microbatch', box: boxOf(m) })),
     ],
     dispose() {
       parent.remove(group);
       readout?.material.map?.dispose();
+      for (const m of trayMeshes) m.children[0]?.material.map?.dispose();
     },
   };
 }
