@@ -679,7 +679,7 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
         if shots:
             width = shots_size()["width"]
             page.screenshot(
-                path=str(shots / f"{n:02d}-{cid}-{width}.jpg"), quality=80, timeout=120_000
+                path=str(shots / f"{n:02d}-{cid}-{width}.jpg"), quality=70, timeout=120_000
             )
         assert page.evaluate("new URL(location.href).searchParams.get('chapter')") == str(n)
 
