@@ -429,7 +429,7 @@ def test_gpu_one_opens_up_close_in_the_scene(page_at, web) -> None:
     account and the strip lights with the work of the step playing. In chapter 4 the GPU
     stays open and four layers drop in as slabs between the walls, one by one, the walls
     filling with each to near the top tick, hairlines over the top slab for the layers a
-    real model adds. The chapter after puts it all away."""
+    real model adds. Chapter 5 keeps them, with the live probe's prompt on a tray."""
     watch = page_at("?story=one-gpu&chapter=1", viewport={"width": 1024, "height": 768})
     page = watch.page
     page.wait_for_function(
@@ -500,11 +500,16 @@ def test_gpu_one_opens_up_close_in_the_scene(page_at, web) -> None:
     assert 0.5 < story(page)["figure"]["memory"] <= 1, story(page)["figure"]
     web.screenshot(page, "story_gpu_layers_1024")
 
-    # ... and out again, flying.
+    # Chapter 5: the layers stay in place, and the prompt the live probe asks about lies
+    # on a tray of text beside the GPU, in the model's own words.
     page.keyboard.press("PageDown")
-    page.wait_for_function("window.trainingRun.cameraFlying === true")
-    page.wait_for_function("window.trainingRun.story.chapter === 5")
-    page.wait_for_function("window.trainingRun.figure.length === 0")
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 5 && window.trainingRun.story.figure"
+        " && window.trainingRun.story.figure.prompt"
+    )
+    page.wait_for_function("window.trainingRun.story.figure.landed === 4")
+    assert story(page)["figure"]["prompt"] == "Once upon a"
+    assert len(_pieces(page)["tray"]) == 1
     assert watch.errors == [], watch.errors
 
 
@@ -546,7 +551,8 @@ def test_the_step_plays_inside_gpu_one(page_at, web) -> None:
     pass, a pink ring coming back down in the backward pass, leaving a tick on each layer it
     passed, once for each of the run's two microbatches with the ticks piling up, then the
     update draining them; a readout names each phase. Chapter 8 draws the same step beside
-    its 16 live weights; chapter 9 adds the two microbatches as trays, each lit in turn."""
+    its 16 live weights; chapter 9 adds the two microbatches as trays, each lit in turn;
+    chapter 10 trains on inside it, and chapter 11 flies back out."""
     watch = page_at("?story=one-gpu&chapter=7", viewport={"width": 1024, "height": 768})
     page = watch.page
     page.wait_for_function(
@@ -614,6 +620,17 @@ def test_the_step_plays_inside_gpu_one(page_at, web) -> None:
     assert {x["tray"] for x in working} == {0, 1}, working
     assert all(x["tray"] == -1 for x in trays if x["phase"] == "update")
     web.screenshot(page, "story_microbatches_1024")
+
+    # Chapter 10 trains on inside GPU 1; chapter 11 puts it all away, flying out.
+    page.keyboard.press("PageDown")
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 10 && window.trainingRun.story.figure"
+        " && window.trainingRun.story.figure.landed === 4"
+    )
+    page.keyboard.press("PageDown")
+    page.wait_for_function("window.trainingRun.cameraFlying === true")
+    page.wait_for_function("window.trainingRun.story.chapter === 11")
+    page.wait_for_function("window.trainingRun.figure.length === 0")
     assert watch.errors == [], watch.errors
 
 

@@ -1,12 +1,18 @@
 // Chapters 5, 6 and 10: "Once upon a ___": the live probe's five best guesses as bars, the
-// error as a pink bracket on how far "time" falls short of certain.
+// error as a pink bracket on how far "time" falls short of certain. In the scene, GPU 1
+// open with its four layers and the live step playing through them, the prompt as a tray
+// of text beside it.
 import { t } from '../i18n/lang.js';
 import { h, redrawer } from './figure.js';
+import { gpuCloseUp } from './closeup.js';
 
 // The model's own English words stay as they are on a page in another language.
 const MODEL_WORDS = { translate: 'no', lang: 'en' };
 
-export function enter({ figure, store }) {
+export function enter(ctx) {
+  const { figure, store } = ctx;
+  const promptNow = () => (store.state.step?.probe ?? store.state.lastProbe)?.prompt ?? null;
+  const gpu = gpuCloseUp(ctx, true, { layers: 4, stepping: true, prompt: promptNow });
   const draw = redrawer(figure, (probe) => {
     const time = probe.top.find((g) => g.token === 'time');
     return [
@@ -20,9 +26,10 @@ export function enter({ figure, store }) {
     ];
   });
   const update = () => {
+    gpu.update();
     const probe = store.state.step?.probe ?? store.state.lastProbe;
     if (probe) draw(probe.top, probe);
   };
   update();
-  return { update, leave() {} };
+  return { update, leave: gpu.leave, info: gpu.info };
 }

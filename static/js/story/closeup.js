@@ -5,8 +5,8 @@
 /** gpuCloseUp(ctx, open, {layers, stepping}) -> { update(), setLayers(n), setFill(f), leave(), info() }:
  * mounted now or on a later update; layers shown before it is up are shown when it is.
  * `stepping`: every layer in place, and the live step drawn through them (stepinside.js),
- * with `trays` microbatches as trays beside the GPU. */
-export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0 } = {}) {
+ * with `trays` microbatches as trays beside the GPU, or the live probe's `prompt()` as one. */
+export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, prompt = null } = {}) {
   let gpu = null;
   let left = false;
   let loading = null;
@@ -17,7 +17,7 @@ export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, ste
     loading = import('./gpu3d.js')
       .then((m) => {
         if (left) return;
-        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays });
+        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, prompt });
         if (shown) gpu?.setLayers(shown);
         if (fill !== null) gpu?.setFill(fill);
       })

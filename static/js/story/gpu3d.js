@@ -42,7 +42,7 @@ const boxOf = (obj) => {
 
 /** Mount the close-up on the stage: mountGpu3d({ getStage, store, reduced, open }) ->
  * { update(), leave(), info() }, or null when there is no 3D stage. */
-export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0 }) {
+export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0, prompt = null }) {
   const stage = getStage?.();
   const lay = stage?.layout?.();
   const g = lay?.gpus?.[0];
@@ -183,6 +183,28 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     play();
   }
 
+  // The prompt the live probe asks about ("Once upon a ___"), as a tray of text at the GPU's
+  // side: the model's own words, in English on every page.
+  const promptTray = prompt ? new THREE.Mesh(new THREE.BoxGeometry(1.9, 0.12, 0.9), mat(0x3a4a6a)) : null;
+  let promptSaid = null;
+  if (promptTray) {
+    promptTray.position.set(-3.3, 0.1, 0.6);
+    root.add(promptTray);
+  }
+  function showPrompt() {
+    const text = promptTray ? prompt() : null;
+    if (!text || text === promptSaid) return;
+    promptSaid = text;
+    for (const old of promptTray.children.splice(0)) {
+      old.material.map?.dispose();
+      old.material.dispose();
+    }
+    const words = textSprite(`${text} ___`, { height: 0.34, verbatim: true });
+    words.position.set(0, 0.3, 0.2);
+    promptTray.add(words);
+    stage.requestRender();
+  }
+
   // The fill: the chapter's share, else GPU 1's memory in use over its capacity, to
   // scale (a thin sliver for the tiny live model, never quite nothing).
   let given = null;
@@ -194,6 +216,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
       w.fill.position.y = w.fill.scale.y / 2;
     }
     root.userData.memory = f;
+    showPrompt();
   }
 
   // The strip: the colour of GPU 1's work at this moment of the step playing.
@@ -217,13 +240,14 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     ...slabs.filter((s) => s.visible).map((s) => ({ name: 'slab', box: boxOf(s) })),
     ...hairs.filter((x) => x.visible).map((x) => ({ name: 'more', box: boxOf(x) })),
     ...(inside?.describe() ?? []),
+    ...(promptTray ? [{ name: 'tray', box: boxOf(promptTray) }] : []),
   ];
   pose();
   fillMemory();
   stage.addOverlay(root);
   // The dive: the camera flies in to the GPU (out again with the next chapter's view).
   // Held while the chapter lasts, so a resize or a panel moving frames it again.
-  const left = trays ? 4.1 : 2.6; // room for the microbatches' trays beside it
+  const left = trays || prompt ? 4.3 : 2.6; // room for the trays beside it
   stage.holdView({ min: [g.x - left, 0, zFront - 1.6], max: [g.x + 2.6, WALL_H + 1.2, zFront + 3.0] }, { instant: reduced(), direction: [0.1, 0.42, 1], fill: 0.92 });
   placeSlabs();
   if (want !== lift) setOpen(want === 1);
@@ -237,7 +261,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
       fillMemory();
       stage.requestRender();
     },
-    info: () => ({ open: lift, lit: kind, memory: root.userData.memory, layers: shownLayers, landed: slabs.filter((s) => s.visible && s.userData.fall === 0).length, step: inside?.info() ?? null }),
+    info: () => ({ open: lift, lit: kind, memory: root.userData.memory, layers: shownLayers, landed: slabs.filter((s) => s.visible && s.userData.fall === 0).length, step: inside?.info() ?? null, prompt: promptSaid }),
     leave() {
       cancelAnimationFrame(raf);
       off?.();
