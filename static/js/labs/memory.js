@@ -177,7 +177,7 @@ export function create({ store }) {
         ? t('Training it on a single {gpu} would need {times} times its {usable} usable memory ({pct}% of {total}).', one)
         : t('Training it on a single {gpu} would need {share}% of its {usable} usable memory ({pct}% of {total}).', one),
     );
-    els.source.textContent = `GPU figures: ${r.source}. Decimal units: 1 GB = 10⁹ bytes.`;
+    els.source.textContent = t('GPU figures: {source}. Decimal units: 1 GB = 10⁹ bytes.', { source: tr(r.source) });
     renderVerdict();
   }
 

@@ -2,7 +2,7 @@
 // passes forwards and back: reduce-scatter, then all-gather. Every value, send and byte count
 // comes from the engine's own ring_allreduce via GET /api/labs/ring; nothing is recomputed here.
 
-import { join, num, t } from '../i18n/lang.js';
+import { join, num, t, tr } from '../i18n/lang.js';
 import { whole } from '../i18n/units.js';
 import { h, s, local } from './dom.js';
 import * as api from './api.js';
@@ -123,7 +123,7 @@ export function create() {
       text = c.ring;
       setTitle(text.title);
       els.lede.textContent = text.lede;
-      els.why.textContent = `${text.why} ${text.note}`;
+      els.why.textContent = join([tr(text.why), tr(text.note)]); // two texts, each in the page's language
       els.idea.textContent = text.big_idea;
       render();
     }).catch(() => {});

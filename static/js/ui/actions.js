@@ -8,8 +8,6 @@ const ROTATE_STEP = Math.PI / 18; // 10 degrees per arrow press
 const ZOOM_STEP = 1.15;
 
 // Said wherever a control needs the presenter's rights and this page does not have them.
-export const NEEDS_PRESENTER =
-  'Only the presenter can start a new run: open the page with the presenter’s link (it carries the token)';
 export const needsPresenter = () => t('Only the presenter can start a new run: open the page with the presenter’s link (it carries the token)');
 
 export function createActions({ store, getStage, send, watch, key, overlays, getTour, getLabs, panels }) {

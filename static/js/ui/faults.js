@@ -8,7 +8,6 @@
 // dead GPU).
 
 import { activeFaults } from '../store.js';
-import { NEEDS_PRESENTER } from './actions.js';
 import { t } from '../i18n/lang.js';
 import { el, fmtInt, fmtSeconds } from './format.js';
 
@@ -136,7 +135,9 @@ export function mountFaults(store, { send, overlays }) {
     steps.disabled = kind === 'dead';
     const canControl = hello?.can_control !== false;
     go.setAttribute('aria-disabled', String(!canControl));
-    go.title = canControl ? 'Inject it from the next step' : NEEDS_PRESENTER.replace('start a new run', 'inject a fault');
+    go.title = canControl
+      ? t('Inject it from the next step')
+      : t('Only the presenter can inject a fault: open the page with the presenter’s link (it carries the token)');
   }
 
   function inject() {
