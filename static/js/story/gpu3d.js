@@ -13,6 +13,7 @@
 import * as THREE from 'three';
 import { t } from '../i18n/lang.js';
 import { disposeTree, textSprite } from '../scene/util.js';
+import { boxOf, cssColour, phaseOf, tray } from './parts3d.js';
 import { stepInside } from './stepinside.js';
 
 const CORES = 16;
@@ -22,23 +23,6 @@ const LID_S = 1.2; // the lid's lift, in seconds
 const SLAB = { w: 2.1, h: 0.24, d: 1.3, gap: 0.1, floor: 0.72 }; // a layer, stacked from the compute block
 const DROP = { from: 1.6, s: 0.5 }; // a slab falls this far, over this long
 const HAIRLINES = 3;
-// Lane kinds and the page's colour for each (the app's own colour variables).
-const KIND_COLOUR = [
-  [/^forward/, '--forward'],
-  [/^backward/, '--backward'],
-  [/allreduce|reduce_scatter|all_gather/, '--allreduce'],
-  [/^(optimizer|update)/, '--update'],
-];
-
-function cssColour(name, fallback) {
-  const v = getComputedStyle(document.body).getPropertyValue(name).trim();
-  return new THREE.Color(v || fallback);
-}
-
-const boxOf = (obj) => {
-  const b = new THREE.Box3().setFromObject(obj);
-  return { min: b.min.toArray(), max: b.max.toArray() };
-};
 
 /** Mount the close-up on the stage: mountGpu3d({ getStage, store, reduced, open }) ->
  * { update(), leave(), info() }, or null when there is no 3D stage. */
@@ -185,23 +169,14 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
 
   // The prompt the live probe asks about ("Once upon a ___"), as a tray of text at the GPU's
   // side: the model's own words, in English on every page.
-  const promptTray = prompt ? new THREE.Mesh(new THREE.BoxGeometry(1.9, 0.12, 0.9), mat(0x3a4a6a)) : null;
+  const promptTray = prompt ? tray(1.9, [-3.3, 0.1, 0.6]) : null;
   let promptSaid = null;
-  if (promptTray) {
-    promptTray.position.set(-3.3, 0.1, 0.6);
-    root.add(promptTray);
-  }
+  if (promptTray) root.add(promptTray.mesh);
   function showPrompt() {
     const text = promptTray ? prompt() : null;
     if (!text || text === promptSaid) return;
     promptSaid = text;
-    for (const old of promptTray.children.splice(0)) {
-      old.material.map?.dispose();
-      old.material.dispose();
-    }
-    const words = textSprite(`${text} ___`, { height: 0.34, verbatim: true });
-    words.position.set(0, 0.3, 0.2);
-    promptTray.add(words);
+    promptTray.label(`${text} ___`, { y: 0.3, verbatim: true });
     stage.requestRender();
   }
 
@@ -226,8 +201,8 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     const k = frame?.lane?.(0)?.kind ?? null;
     if (k === kind) return;
     kind = k;
-    const hit = k && KIND_COLOUR.find(([re]) => re.test(k));
-    coreMat.color.copy(hit ? cssColour(hit[1], '#ffb000') : idle);
+    const hit = phaseOf(k);
+    coreMat.color.copy(hit ? cssColour(hit.colour, '#ffb000') : idle);
   });
 
   root.userData.describe = () => [
@@ -240,7 +215,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     ...slabs.filter((s) => s.visible).map((s) => ({ name: 'slab', box: boxOf(s) })),
     ...hairs.filter((x) => x.visible).map((x) => ({ name: 'more', box: boxOf(x) })),
     ...(inside?.describe() ?? []),
-    ...(promptTray ? [{ name: 'tray', box: boxOf(promptTray) }] : []),
+    ...(promptTray ? [{ name: 'tray', box: boxOf(promptTray.mesh) }] : []),
   ];
   pose();
   fillMemory();

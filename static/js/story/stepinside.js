@@ -10,21 +10,13 @@
 import * as THREE from 'three';
 import { t } from '../i18n/lang.js';
 import { textSprite } from '../scene/util.js';
-
-const PHASES = [
-  [/^forward/, 'forward'],
-  [/^backward/, 'backward'],
-  [/allreduce|reduce_scatter|all_gather/, 'allreduce'],
-  [/^(optimizer|update)/, 'update'],
-];
+import { boxOf, phaseOf, tray as makeTray, TRAY_IDLE } from './parts3d.js';
 const WORDS = {
   forward: () => t('forward pass: the band climbs the layers'),
   backward: () => t('backward pass: gradients noted, layer by layer'),
   allreduce: () => t('all-reduce: gradients averaged'),
   update: () => t('update: every weight moves once'),
 };
-
-const phaseOf = (kind) => (kind ? PHASES.find(([re]) => re.test(kind))?.[1] ?? null : null);
 
 /**
  * stepInside({parent, slabs, size, colour, at3, trays, trayAt}) -> {frame(frame), info(), describe(box), dispose()}
@@ -58,16 +50,14 @@ export function stepInside({ parent, slabs, size, colour, at3, trays = 0, trayAt
   group.add(band, ring, ...ticks);
   // The microbatches: small trays stacked beside the GPU, the first at the bottom; the one
   // in the GPU now takes the colour of its pass.
-  const idleTray = new THREE.Color(0x3a4a6a);
-  const trayMeshes = Array.from({ length: trays }, (_, i) => {
-    const tray = new THREE.Mesh(new THREE.BoxGeometry(1.3, 0.12, 0.9), new THREE.MeshLambertMaterial({ color: idleTray }));
-    tray.position.set(trayAt[0], trayAt[1] + i * 0.5, trayAt[2]);
-    const name = textSprite(t('microbatch {n}', { n: i + 1 }), { height: 0.34 });
-    name.position.set(0, 0.24, 0.2);
-    tray.add(name);
-    group.add(tray);
-    return tray;
+  const idleTray = new THREE.Color(TRAY_IDLE);
+  const trayParts = Array.from({ length: trays }, (_, i) => {
+    const part = makeTray(1.3, [trayAt[0], trayAt[1] + i * 0.5, trayAt[2]]);
+    part.label(t('microbatch {n}', { n: i + 1 }), { y: 0.24 });
+    group.add(part.mesh);
+    return part;
   });
+  const trayMeshes = trayParts.map((part) => part.mesh);
   let tray = -1; // the microbatch in the GPU now
   parent.add(group);
 
@@ -75,7 +65,8 @@ export function stepInside({ parent, slabs, size, colour, at3, trays = 0, trayAt
   const brightTone = baseTone.clone().lerp(new THREE.Color(0xffffff), 0.45);
   let readout = null;
   let said = null;
-  let phase = null;
+  let phase = null; // the last phase seen
+  let was = null; // the phase of the last frame (null: none)
   let at = -1; // the layer the band or ring is on
   let drained = 1; // the ticks' size during the update, 1 full
   let steps = 0; // steps seen from start to update
@@ -111,14 +102,16 @@ export function stepInside({ parent, slabs, size, colour, at3, trays = 0, trayAt
   /** A frame of the step playing (the stage's onUpdate frame). */
   function frame(f) {
     const e = f?.lane?.(0) ?? null;
-    const p = phaseOf(e?.kind ?? null);
+    const p = phaseOf(e?.kind)?.phase ?? null;
+    const turned = p !== was; // the trace has moved into another phase (or out of any)
+    was = p;
     const progress = e && f.progressOf ? f.progressOf(e.t0, e.t0 + e.dur) : 0;
     if (p === 'forward' && phase !== 'forward' && !(e.mb > 0)) {
       piled.fill(0); // a new step: nothing noted yet
       ticks.forEach((_, i) => setTick(i));
       drained = 1;
     }
-    if (p === 'update' && phase !== 'update') steps += 1;
+    if (p === 'update' && turned) steps += 1;
     phase = p ?? phase;
     band.visible = p === 'forward';
     ring.visible = p === 'backward';
@@ -143,18 +136,17 @@ export function stepInside({ parent, slabs, size, colour, at3, trays = 0, trayAt
         ticks.forEach((_, i) => setTick(i));
       }
     }
-    if (p !== 'update') for (const tick of ticks) tick.scale.y = 1;
-    tray = (p === 'forward' || p === 'backward') && trays ? Math.min(trays - 1, e.mb ?? 0) : -1;
-    trayMeshes.forEach((m, i) => m.material.color.copy(i === tray ? (p === 'forward' ? amber : pink) : idleTray));
+    if (turned && p !== 'update') for (const tick of ticks) tick.scale.y = 1; // full again after an update
+    const inTray = (p === 'forward' || p === 'backward') && trays ? Math.min(trays - 1, e.mb ?? 0) : -1;
+    if (inTray !== tray || turned) {
+      tray = inTray;
+      trayMeshes.forEach((m, i) => m.material.color.copy(i === tray ? (p === 'forward' ? amber : pink) : idleTray));
+    }
+    // The slabs share one material: re-toned once, and only while the update glows or after.
     const glow = p === 'update' ? Math.sin(Math.PI * Math.min(1, progress)) : 0;
-    for (const slab of slabs) slab.material.color.copy(baseTone).lerp(brightTone, glow);
+    if (glow || turned) slabs[0]?.material.color.copy(baseTone).lerp(brightTone, glow);
     if (p) say(p);
   }
-
-  const boxOf = (obj) => {
-    const b = new THREE.Box3().setFromObject(obj);
-    return { min: b.min.toArray(), max: b.max.toArray() };
-  };
 
   return {
     frame,
@@ -169,7 +161,7 @@ export function stepInside({ parent, slabs, size, colour, at3, trays = 0, trayAt
     dispose() {
       parent.remove(group);
       readout?.material.map?.dispose();
-      for (const m of trayMeshes) m.children[0]?.material.map?.dispose();
+      for (const part of trayParts) part.dispose();
     },
   };
 }
