@@ -15,7 +15,7 @@ from app.routes.locale import LANGS, catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
 STATIC_JS = ROOT / "static" / "js"
-IMPORTS_T = re.compile(r"import\s*\{[^}]*\bt\b[^}]*\}\s*from\s*'[./]*(?:i18n/)?lang\.js'")
+IMPORTS_T = re.compile(r"import\s*\{[^}]*\bt\b[^}]*\}\s*from\s*'[\w./]*(?:i18n/)?lang\.js'")
 CALL = re.compile(r"(?<![\w.$])t\(")
 HOLE = re.compile(r"\{(\w+)\}")
 
@@ -60,7 +60,8 @@ def _key(src: str, i: int) -> list[str]:
 def keys_in_code() -> dict[str, list[str]]:
     """Every t() key in the page's modules -> where it is used ('file:line')."""
     found: dict[str, list[str]] = {}
-    for path in sorted(STATIC_JS.rglob("*.js")):
+    pages = sorted(STATIC_JS.parent.glob("*.html"))  # their inline modules
+    for path in sorted(STATIC_JS.rglob("*.js")) + pages:
         src = path.read_text(encoding="utf-8")
         if not IMPORTS_T.search(src):
             continue
@@ -81,6 +82,7 @@ def test_the_page_makes_words_with_t() -> None:
     # The step sentence, the failure toast, the loss chart and the field's tag at least.
     assert {"static/js/ui/announce.js", "static/js/ui/overlays.js"} <= modules, modules
     assert {"static/js/ui/chart.js", "static/js/scene/field/panel.js"} <= modules, modules
+    assert "static/sheet.html" in modules, modules
 
 
 @pytest.mark.parametrize("lang", sorted(set(LANGS) - {"en"}))

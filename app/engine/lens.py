@@ -544,6 +544,7 @@ def _result(
     memory = int(max(r["state"] for r in stage_rows))
     bound, why = explain(shares)
     plan = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "schedule": "1f1b"}
+    layout = f"tp {tp} x pp {pp} x dp {dp}" + (f", ep {ep}" if ep > 1 else "")
     return LensResult(
         model=m.name,
         label=m.label,
@@ -569,8 +570,8 @@ def _result(
         bound=bound,
         why=why,
         assumptions=[
-            f"Plan: tp {tp} x pp {pp} x dp {dp}" + (f", ep {ep}" if ep > 1 else "") + f"; "
-            f"1F1B over {M} microbatches of one sequence per data-parallel replica.",
+            f"Plan: {layout}; 1F1B over {M} microbatches "
+            "of one sequence per data-parallel replica.",
             f"Global batch {m.tokens_per_step:,} tokens ({m.batch_source}).",
             "Work: 6 x active parameters x tokens; attention's sequence-squared term and "
             "activation recomputation are left out.",

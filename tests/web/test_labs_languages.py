@@ -20,6 +20,7 @@ WORDS = {
         "sources": "Quellen: ",
         "idea": "Die große Idee: ",
         "kicker": "PROBIER ES AUS · KONZEPTLABOR · TASTE R",
+        "check": "Prüfe die Modellgröße: '12 Äpfel' ist keine Anzahl wie 70B, 1T oder 7e9",
     },
     "es": {
         "nofit": "No cabe en una GPU.",
@@ -28,6 +29,7 @@ WORDS = {
         "sources": "Fuentes: ",
         "idea": "La gran idea: ",
         "kicker": "PRUÉBALO · LABORATORIO DE CONCEPTOS · TECLA R",
+        "check": "Revisa el tamaño del modelo: '12 Äpfel' no es una cantidad como 70B, 1T o 7e9",
     },
 }
 
@@ -68,6 +70,11 @@ def test_the_labs_speak_the_language(page_at, web, lang) -> None:
         "getComputedStyle(document.querySelector('#lab-memory .lab-idea'), '::before').content"
     )
     assert idea.strip("\"'") == words["idea"]
+    # A size the server refuses: the field named and the server's reason, in the language.
+    page.fill("#mem-params", "12 Äpfel")
+    page.press("#mem-params", "Enter")
+    page.wait_for_selector("#lab-memory .lab-error:not(:empty)")
+    assert page.text_content("#lab-memory .lab-error") == words["check"]
     page.keyboard.press("Escape")
 
     # Ring: every pass, to the end.
@@ -92,4 +99,5 @@ def test_the_labs_speak_the_language(page_at, web, lang) -> None:
     page.keyboard.press("Escape")
 
     assert lab_misses(page) == []
-    assert w.errors == []
+    # The browser logs the refused size itself; anything else is a real error.
+    assert [e for e in w.errors if "status of 422" not in e] == []

@@ -65,14 +65,14 @@ export function wordsFor(code, words = {}) {
     return out;
   }
   const own = (key) => (Object.hasOwn(words, key) ? words[key] : undefined);
-  return { t, num, made, join: (parts) => keep(parts.join(' ')), words: own };
+  return { t, num, made, join: (parts, sep = ' ') => keep(parts.join(sep)), words: own };
 }
 
 let page = wordsFor('en');
 export const t = (key, values, count) => page.t(key, values, count);
 export const num = (x, digits) => page.num(x, digits);
-/** Sentences t() made, as one text. */
-export const join = (parts) => page.join(parts);
+/** Sentences t() made, as one text (a space between them, or `sep`). */
+export const join = (parts, sep) => page.join(parts, sep);
 /** The language's own words for `key`, or undefined (English, or none). */
 export const words = (key) => page.words(key);
 

@@ -190,7 +190,8 @@ function numberWriter(lang) {
 function skip(node) {
   const el = node.nodeType === 1 ? node : node.parentElement;
   if (!el) return true;
-  if (el.closest('[translate="no"], script, style, code, pre, kbd, textarea')) return true;
+  // A noscript's words show only where scripts (and so this translator) never run.
+  if (el.closest('[translate="no"], script, style, noscript, code, pre, kbd, textarea')) return true;
   return false;
 }
 

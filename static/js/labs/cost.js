@@ -55,7 +55,7 @@ export function create() {
       render();
     } catch (err) {
       if (mine !== seq) return;
-      els.error.textContent = `Check ${err.field ?? 'the input'}: ${err.message.replace(/^\w+: /, '')}`;
+      els.error.textContent = api.checkMessage(err);
       els.inputs[err.field]?.setAttribute('aria-invalid', 'true');
     }
   }
@@ -138,7 +138,7 @@ export function create() {
       out(t('Interruptions'), t('{n} a day', { n: plain(r.interruptions_per_day) }), t("on {gpus} GPUs; ≈ {n} over the run (Llama 3's rate)", { gpus: plain(i.gpus), n: plain(r.interruptions) })),
     );
     const e = estimate;
-    els.estimateError.textContent = e?.error ? `Check ${e.error.field ?? 'the input'}: ${e.error.message.replace(/^\w+: /, '')}` : '';
+    els.estimateError.textContent = e?.error ? api.checkMessage(e.error) : '';
     if (e && !e.error) {
       els.estimate.replaceChildren(
         out(t('Work'), t('{flops} FLOPs', { flops: sci(e.flops) }), t('6 × {active} active parameters × {tokens} tokens', { active: plain(e.active_params), tokens: plain(e.tokens) })),

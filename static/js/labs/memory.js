@@ -30,7 +30,7 @@ export function create({ store }) {
       showCase();
     } catch (err) {
       if (mine !== seq) return;
-      els.error.textContent = `Check ${err.field ?? 'the input'}: ${err.message.replace(/^\w+: /, '')}`;
+      els.error.textContent = api.checkMessage(err);
       if (err.field === 'params') els.custom.setAttribute('aria-invalid', 'true');
     }
   }

@@ -7,7 +7,7 @@
 
 import { TraceView } from '../scene/trace.js';
 import { activeFaults } from '../store.js';
-import { num, t, tr } from '../i18n/lang.js';
+import { join, num, t, tr } from '../i18n/lang.js';
 import { percent, rate, seconds as secs, whole } from '../i18n/units.js';
 import { el, fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds } from './format.js';
 
@@ -390,9 +390,9 @@ export function mountHud(store) {
       ? t('Not the live run: one step of {model} ({params} weights, {tokens} tokens a step) on {gpus}× {gpu}, plan {plan}, by the same timing rules', v)
       : t('Not the live run: one step of {model} ({params} weights, {tokens} tokens a step) on {gpus}× {gpu}, plan {plan} — it would not fit in their memory, by the same timing rules', v);
     why.textContent = t('{why} Each step is {flops} × 10^{exp} operations (6 × {params} weights × {tokens} tokens), so the GPUs compute for {compute}; most of the all-reduce hides under the backward pass.', { why: tr(r.why), compute: secs(r.groups.compute), ...flopsValues(r) });
-    why.title = (r.assumptions ?? []).join('\n');
+    why.title = join((r.assumptions ?? []).map(tr), '\n'); // each line in the page's language
     nodes.assumption.textContent = t('Assumed: {first} (all {n} assumptions: hover the sentence above)', { first: tr(r.assumptions?.[0] ?? ''), n: whole(r.assumptions?.length) });
-    nodes.assumption.title = [...(r.sources ?? [])].join('\n');
+    nodes.assumption.title = join((r.sources ?? []).map(tr), '\n');
   }
 
   function renderLensControls() {
@@ -470,7 +470,7 @@ export function mountHud(store) {
       ...parts.flatMap((part, i) => [...(i ? [' · '] : []), typeof part === 'string' ? el('span', { text: part }) : part]),
       ...(p.sources?.length ? [' ', t('(public specs)')] : []),
     );
-    nodes.assumption.title = (p.sources ?? []).join('\n');
+    nodes.assumption.title = join((p.sources ?? []).map(tr), '\n');
   }
 
   store.on('hello', (msg) => {

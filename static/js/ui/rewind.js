@@ -164,12 +164,11 @@ export function mountRewind(store, root = document.getElementById('rewind')) {
 
   function renderNote(r) {
     const saved = kept.filter((s) => s <= r.step);
-    const weights = kept.includes(r.step)
-      ? `Its full weights are on disk: the checkpoint of step ${fmtInt(r.step)}.`
+    note.textContent = kept.includes(r.step)
+      ? t('Recorded on the server as the step was trained. Its full weights are on disk: the checkpoint of step {step}.', { step: r.step })
       : saved.length
-        ? `Full weights are kept only at checkpoints (nearest before: step ${fmtInt(saved[saved.length - 1])}); the probe is the one recorded while training.`
-        : 'Full weights are kept only at checkpoints; the probe is the one recorded while training.';
-    note.textContent = `Recorded on the server as the step was trained. ${weights}`;
+        ? t('Recorded on the server as the step was trained. Full weights are kept only at checkpoints (nearest before: step {step}); the probe is the one recorded while training.', { step: saved[saved.length - 1] })
+        : t('Recorded on the server as the step was trained. Full weights are kept only at checkpoints; the probe is the one recorded while training.');
   }
 
   function show(r) {

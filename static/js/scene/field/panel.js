@@ -8,18 +8,33 @@
 // from fieldPlan (plan.js) and the live run's topology, never typed in here.
 
 import { mountDrawer } from '../../ui/projector.js';
-import { fmtCount } from '../../ui/format.js';
-import { t } from '../../i18n/lang.js';
+import { num, t } from '../../i18n/lang.js';
 import { MAX_GPUS, MIN_GPUS, PRESETS, fieldPlan, parseGpus } from './plan.js';
 
-const fmt = (n) => Number(n).toLocaleString('en-US');
 const KIND_WORDS = {
-  forward: 'forward pass',
-  backward: 'backward pass',
-  allreduce: 'all-reduce',
-  wait: 'waiting',
-  idle: 'between steps',
+  forward: () => t('forward pass'),
+  backward: () => t('backward pass'),
+  allreduce: () => t('all-reduce'),
+  wait: () => t('waiting'),
+  idle: () => t('between steps'),
 };
+// Each tier of switches named where it floats over the field.
+const TIER_WORDS = {
+  leaf: (n) => t('leaf switches × {n}', { n }),
+  spine: (n) => t('spine switches × {n}', { n }),
+  core: (n) => t('core switches × {n}', { n }),
+};
+
+/** The network line: its tiers named and the switches in each. */
+function fabricLine(plan) {
+  const tiers = [t('leaf'), t('leaf, spine'), t('leaf, spine, core')][plan.tiers - 1];
+  const counts = plan.tiers >= 3
+    ? t('{l} leaf · {s} spine · {c} core', { l: plan.leaves, s: plan.spines, c: plan.cores })
+    : plan.tiers === 2
+      ? t('{l} leaf · {s} spine', { l: plan.leaves, s: plan.spines })
+      : t('{n} leaf', { n: plan.leaves });
+  return t(['Network: {n} tier ({tiers}): {counts} switches', 'Network: {n} tiers ({tiers}): {counts} switches'], { n: plan.tiers, tiers, counts }, plan.tiers);
+}
 
 function el(tag, attrs = {}, text = '') {
   const e = document.createElement(tag);
@@ -42,32 +57,32 @@ function show(node, visible) {
 }
 
 export function mountScaleField({ store, getStage }) {
-  const panel = el('section', { class: 'field-panel', id: 'field-panel', 'aria-label': 'Scale of the cluster' });
+  const panel = el('section', { class: 'field-panel', id: 'field-panel', 'aria-label': t('Scale of the cluster') });
   const head = el('div', { class: 'field-head' });
-  head.append(el('h2', {}, 'Scale'), el('span', { class: 'hint' }, 'draw the cluster at real size'));
-  const presets = el('div', { class: 'field-presets', role: 'group', 'aria-label': 'GPUs in the field' });
-  const liveBtn = el('button', { type: 'button', 'data-gpus': '' }, 'live');
+  head.append(el('h2', {}, t('Scale')), el('span', { class: 'hint' }, t('draw the cluster at real size')));
+  const presets = el('div', { class: 'field-presets', role: 'group', 'aria-label': t('GPUs in the field') });
+  const liveBtn = el('button', { type: 'button', 'data-gpus': '' }, t('live'));
   presets.append(liveBtn);
   for (const n of PRESETS) {
-    const b = el('button', { type: 'button', 'data-gpus': String(n) }, n === 131072 ? '131,072' : fmt(n));
-    if (n === 131072) b.title = '100,000+ GPUs: 131,072 = 2^17';
+    const b = el('button', { type: 'button', 'data-gpus': String(n) }, num(n));
+    if (n === 131072) b.title = t('100,000+ GPUs: 131,072 = 2^17');
     presets.append(b);
   }
   const custom = el('form', { class: 'field-custom', novalidate: '' });
-  const input = el('input', { type: 'number', min: String(MIN_GPUS), max: String(MAX_GPUS), step: '1', id: 'field-gpus', 'aria-label': `GPUs (${MIN_GPUS} to ${fmt(MAX_GPUS)})`, placeholder: 'any count' });
-  const show = el('button', { type: 'submit' }, 'show');
-  const flyBtn = el('button', { type: 'button', id: 'field-fly', title: 'From one live GPU out to the whole field and back (Z)' }, 'fly out and back (Z)');
+  const input = el('input', { type: 'number', min: String(MIN_GPUS), max: String(MAX_GPUS), step: '1', id: 'field-gpus', 'aria-label': t('GPUs ({min} to {max})', { min: MIN_GPUS, max: MAX_GPUS }), placeholder: t('any count') });
+  const show = el('button', { type: 'submit' }, t('show'));
+  const flyBtn = el('button', { type: 'button', id: 'field-fly', title: t('From one live GPU out to the whole field and back (Z)') }, t('fly out and back (Z)'));
   custom.append(input, show, flyBtn);
   const problem = el('p', { class: 'field-problem', role: 'alert' });
   const note = el('div', { class: 'field-note', id: 'field-note' });
   note.hidden = true;
   panel.append(head, presets, custom, problem, note);
   document.body.append(panel);
-  const drawer = mountDrawer(store, panel, { label: 'Scale', head });
+  const drawer = mountDrawer(store, panel, { label: t('Scale'), head });
 
   const tag = el('div', { class: 'field-live-tag', id: 'field-live-tag', 'aria-hidden': 'true' });
   tag.hidden = true;
-  const trail = el('ol', { class: 'field-path', id: 'field-path', 'aria-label': 'Camera path' });
+  const trail = el('ol', { class: 'field-path', id: 'field-path', 'aria-label': t('Camera path') });
   trail.hidden = true;
   const tierTags = el('div', { class: 'field-tiers', 'aria-hidden': 'true' });
   document.body.append(tag, trail, tierTags);
@@ -83,16 +98,12 @@ export function mountScaleField({ store, getStage }) {
     const topo = store.state.hello?.topology;
     const live = liveCount();
     const plan = fieldPlan(n, { perServer: topo?.servers?.[0]?.gpus?.length ?? 8, live });
-    const tiers = ['leaf', 'spine', 'core'].slice(0, plan.tiers);
-    const counts = [`${fmt(plan.leaves)} leaf`];
-    if (plan.tiers >= 2) counts.push(`${fmt(plan.spines)} spine`);
-    if (plan.tiers >= 3) counts.push(`${fmt(plan.cores)} core`);
     note.replaceChildren(
       el('p', { class: 'field-big' }, t('{n} GPUs', { n: plan.gpus })),
       el('p', { class: 'field-counts' }, t(['{servers} servers of {per} · {racks} racks of {perRack} servers · {pods} pod', '{servers} servers of {per} · {racks} racks of {perRack} servers · {pods} pods'], { servers: plan.servers, per: plan.perServer, racks: plan.racks, perRack: plan.serversPerRack, pods: plan.pods }, plan.pods)),
       el('p', { class: 'field-live' }, t('Only the {live} GPUs under the beam train for real. The other {mirrored} mirror them: they show the same step, nobody computes it.', { live: plan.live, mirrored: plan.mirrored })),
       el('p', { class: 'field-mirror', id: 'field-mirror' }, ''),
-      el('p', { class: 'field-fabric' }, `Network: ${fmtCount(plan.tiers, 'tier')} (${tiers.join(', ')}): ${counts.join(' · ')} switches`),
+      el('p', { class: 'field-fabric' }, fabricLine(plan)),
       el('p', { class: 'field-rule' }, t('Assumed: {radix}-port switches, one port per GPU, a non-blocking fat tree. Two tiers join up to {two} GPUs (k²/2), three up to {three} (k³/4), k = {k}. A rack holds {perRack} servers. Not to scale.', { radix: plan.radix, two: plan.twoTierMax, three: plan.threeTierMax, k: plan.radix, perRack: plan.serversPerRack })),
     );
   }
@@ -103,7 +114,7 @@ export function mountScaleField({ store, getStage }) {
       const v = b.dataset.gpus ? Number(b.dataset.gpus) : null;
       b.setAttribute('aria-pressed', String(v === n));
     }
-    liveBtn.textContent = liveCount() ? `live (${fmt(liveCount())})` : 'live';
+    liveBtn.textContent = liveCount() ? t('live ({n})', { n: liveCount() }) : t('live');
     panel.classList.toggle('on', n !== null);
     note.hidden = n === null;
     flyBtn.disabled = n === null;
@@ -129,7 +140,7 @@ export function mountScaleField({ store, getStage }) {
   function set(n) {
     const value = n === null || n === undefined ? null : parseGpus(n);
     if (n !== null && n !== undefined && value === null) {
-      problem.textContent = `Choose a whole number of GPUs from ${MIN_GPUS} to ${fmt(MAX_GPUS)}`;
+      problem.textContent = t('Choose a whole number of GPUs from {min} to {max}', { min: MIN_GPUS, max: MAX_GPUS });
       return false;
     }
     problem.textContent = '';
@@ -164,17 +175,17 @@ export function mountScaleField({ store, getStage }) {
     if (tierTags.childElementCount !== info.tiers.length) {
       tierTags.replaceChildren(...info.tiers.map(() => el('span', { class: 'field-tier' })));
     }
-    info.tiers.forEach((t, i) => {
+    info.tiers.forEach((tier, i) => {
       const span = tierTags.children[i];
-      show(span, t.visible);
-      write(span, `${t.tier} switches × ${fmt(t.count)}`);
-      span.style.transform = `translate(${t.x}px, ${t.y}px) translate(4px, -150%)`;
+      show(span, tier.visible);
+      write(span, TIER_WORDS[tier.tier]?.(tier.count) ?? '');
+      span.style.transform = `translate(${tier.x}px, ${tier.y}px) translate(4px, -150%)`;
     });
     const mirror = document.getElementById('field-mirror');
-    const word = KIND_WORDS[info.mirror] ?? KIND_WORDS.idle;
+    const word = (KIND_WORDS[info.mirror] ?? KIND_WORDS.idle)();
     if (mirror && mirror.dataset.kind !== info.mirror) {
       mirror.dataset.kind = info.mirror ?? 'idle';
-      mirror.replaceChildren(el('span', { class: `field-swatch k-${info.mirror ?? 'idle'}` }), document.createTextNode(`All of them now: ${word}`));
+      mirror.replaceChildren(el('span', { class: `field-swatch k-${info.mirror ?? 'idle'}` }), document.createTextNode(t('All of them now: {what}', { what: word })));
     }
     const p = info.path;
     show(trail, p.playing);
