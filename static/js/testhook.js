@@ -156,7 +156,7 @@ export function installTestHook({ store, getStage, actions, labels, tour, story 
     frames: () => info()?.frames ?? null,
     triangles: () => info()?.triangles ?? null,
     stageReady: () => Boolean(getStage()),
-    figure: () => getStage()?.figure?.() ?? [], // a chapter's pieces in the scene, named, on screen
+    figure: () => getStage()?.figure?.() ?? [], // a chapter's pieces in the scene, named, on screen and in the world
     portrait: () => info()?.portrait ?? null, // the layout stands upright on a tall screen
     projector: () => s().projector,
     // Presenting: this page leads, this page follows the presenter, pages following this one.

@@ -421,6 +421,14 @@ def _pieces(page) -> dict[str, list[dict]]:
     return out
 
 
+def _heights(page) -> dict[str, list[tuple[float, float]]]:
+    """Each piece's bottom and top in the scene (world units, y up)."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for p in page.evaluate("window.trainingRun.figure"):
+        out.setdefault(p["name"], []).append((p["box"]["min"][1], p["box"]["max"][1]))
+    return out
+
+
 def test_gpu_one_opens_up_close_in_the_scene(page_at, web) -> None:
     """Chapters 2 and 3 draw GPU 1 large in the scene: the camera flies in from the field
     (a flight, not a cut); its compute block with a strip of cores, two memory walls with a
@@ -631,6 +639,130 @@ def test_the_step_plays_inside_gpu_one(page_at, web) -> None:
     page.wait_for_function("window.trainingRun.cameraFlying === true")
     page.wait_for_function("window.trainingRun.story.chapter === 11")
     page.wait_for_function("window.trainingRun.figure.length === 0")
+    assert watch.errors == [], watch.errors
+
+
+def test_a_second_gpu_is_copied_beside_gpu_one(page_at, web) -> None:
+    """Chapter 13 draws GPU 2 beside GPU 1 in the scene: a socket traced on the floor, GPU 2
+    landing in it empty, then GPU 1's four layers copied across one at a time (a copy in
+    flight, a thread back to each layer) until an equals sign settles between the two; GPU 2
+    to the right of GPU 1, both on screen. Chapter 14 puts the pair in a dashed "what if"
+    frame with a not-equal sign; chapter 15 has the equals sign again, and at the live
+    step's all-reduce a bead leaves each layer of both GPUs and they meet in the gap."""
+    watch = page_at("?story=one-gpu&chapter=13", viewport={"width": 1024, "height": 768})
+    page = watch.page
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 13 && window.trainingRun.story.figure?.pair",
+        timeout=WAIT_MS,
+    )
+    # The copy under way: layers arrive in GPU 2 one by one, one copy in flight at a time.
+    seen = page.evaluate(
+        """() => new Promise((done) => {
+          const seen = [];
+          const look = () => {
+            const p = window.trainingRun.story.figure?.pair;
+            const names = window.trainingRun.figure.map((x) => x.name);
+            if (p) seen.push({ copied: p.copied, sign: p.sign, arrived: p.arrived,
+              flying: names.filter((n) => n === 'copy').length,
+              slabs: names.filter((n) => n === 'gpu2-slab').length,
+              threads: names.filter((n) => n === 'thread').length });
+            if (p && p.copied === 4) done(seen); else requestAnimationFrame(look);
+          };
+          look();
+        })"""
+    )
+    copied = [x["copied"] for x in seen]
+    assert copied == sorted(copied) and len(set(copied)) >= 3, copied
+    assert all(x["flying"] <= 1 and x["slabs"] == x["copied"] for x in seen), seen
+    assert {x["sign"] for x in seen if x["copied"] < 4} == {"→"}
+    page.wait_for_function("!window.trainingRun.cameraFlying")
+    done = _pieces(page)
+    assert story(page)["figure"]["pair"]["sign"] == "="
+    assert len(done["gpu2-slab"]) == 4 and len(done["thread"]) == 4 and len(done["socket"]) == 1
+    one, two = done["gpu"][0], done["gpu2-gpu"][0]
+    assert two["left"] > one["right"] - 5, (one, two)
+    sign = done["sign"][0]
+    assert one["right"] - 5 < (sign["left"] + sign["right"]) / 2 < two["left"] + 5, sign
+    width, height = 1024, 768
+    for r in (one, two):
+        assert 0 <= r["left"] and r["right"] <= width and 0 <= r["top"] and r["bottom"] <= height
+    web.screenshot(page, "story_second_gpu_1024")
+
+    page.keyboard.press("PageDown")
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 14 && window.trainingRun.story.figure?.pair"
+    )
+    apart = story(page)["figure"]["pair"]
+    assert apart["mode"] == "apart" and apart["sign"] == "≠", apart
+    page.wait_for_function("!window.trainingRun.cameraFlying")
+    assert len(_pieces(page)["what-if"]) == 1 and len(_pieces(page)["gpu2-slab"]) == 4
+
+    page.keyboard.press("PageDown")
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 15 && window.trainingRun.story.figure?.pair"
+    )
+    assert story(page)["figure"]["pair"]["sign"] == "="
+    assert "what-if" not in _pieces(page)
+    # The beads: out at the live step's all-reduce, one from each GPU's layer.
+    out = page.wait_for_function(
+        "(() => { const f = window.trainingRun.figure;"
+        " return f.filter((p) => p.name === 'bead').length >= 4 ? f : null; })()",
+        timeout=60_000,
+    ).json_value()
+    web.screenshot(page, "story_together_1024")
+    pieces: dict[str, list[dict]] = {}
+    for p in out:
+        pieces.setdefault(p["name"], []).append(p["rect"])
+    one, two = pieces["gpu"][0], pieces["gpu2-gpu"][0]
+    beads = pieces["bead"]
+    assert all(one["left"] < (b["left"] + b["right"]) / 2 < two["right"] for b in beads), beads
+    assert story(page)["figure"]["pair"]["beadFrames"] > 0
+    assert watch.errors == [], watch.errors
+
+
+def test_four_more_layers_are_blocked_and_overflow_the_walls(page_at, web) -> None:
+    """Chapter 16 keeps both GPUs in the scene and drops four more layers, dashed, onto the
+    top of each box, where they stop; each GPU's walls hold the four layers in two bands
+    (the weight and its gradient, the optimizer's bookkeeping), under the top. Chapter 17
+    (eight layers) overflows them: hatched bands climb past the top of every wall, marked
+    "doesn't fit"."""
+    watch = page_at("?story=one-gpu&chapter=16", viewport={"width": 1024, "height": 768})
+    page = watch.page
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 16 && window.trainingRun.story.figure?.blocked === 8"
+        " && !window.trainingRun.cameraFlying",
+        timeout=WAIT_MS,
+    )
+    four = _heights(page)
+    assert len(four["blocked"]) == 4 and len(four["gpu2-blocked"]) == 4, four.keys()
+    for prefix in ("", "gpu2-"):
+        top = max(y1 for _, y1 in four[f"{prefix}capacity"])  # the wall's top tick
+        assert min(y0 for y0, _ in four[f"{prefix}blocked"]) >= top, "stopped on top of the box"
+        assert len(four[f"{prefix}band"]) == 4, four.get(f"{prefix}band")  # 2 walls x 2 bands
+        assert f"{prefix}overflow" not in four
+        assert max(y1 for _, y1 in four[f"{prefix}band"]) <= top, "four layers fit"
+    assert "doesnt-fit" not in four
+    web.screenshot(page, "story_blocked_1024")
+
+    page.keyboard.press("PageDown")
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 17 && window.trainingRun.story.figure?.overflow"
+        " && window.trainingRun.figure.some((p) => p.name === 'overflow')"
+        " && !window.trainingRun.cameraFlying",
+        timeout=60_000,
+    )
+    eight = _heights(page)
+    for prefix in ("", "gpu2-"):
+        top = max(y1 for _, y1 in eight[f"{prefix}capacity"])
+        assert len(eight[f"{prefix}overflow"]) >= 2, eight.keys()
+        assert max(y1 for _, y1 in eight[f"{prefix}overflow"]) > top + 0.5, "far past the top"
+        assert min(y0 for y0, _ in eight[f"{prefix}overflow"]) >= top - 0.2, "hatched above"
+    assert len(eight["doesnt-fit"]) == 1
+    # The sign stands over the gap between the two GPUs, at the top of the overflow.
+    sign = _pieces(page)["doesnt-fit"][0]
+    one, two = _pieces(page)["gpu"][0], _pieces(page)["gpu2-gpu"][0]
+    assert one["left"] < (sign["left"] + sign["right"]) / 2 < two["right"], (sign, one, two)
+    web.screenshot(page, "story_overflow_1024")
     assert watch.errors == [], watch.errors
 
 

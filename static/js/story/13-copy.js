@@ -1,9 +1,12 @@
 // Chapter 13: a second GPU arrives empty and the model is copied over, layer by layer,
-// until an equals sign settles between the two.
+// until an equals sign settles between the two: in the card, and in the scene beside GPU 1.
 import { t } from '../i18n/lang.js';
 import { h, redrawer } from './figure.js';
+import { gpuCloseUp } from './closeup.js';
 
-export function enter({ figure, store, values }) {
+export function enter(ctx) {
+  const { figure, store, values } = ctx;
+  const pair = gpuCloseUp(ctx, true, { layers: 4, pair: 'copy' });
   let copied = 0;
   let timer = 0;
   const layers = () => store.state.hello?.config?.n_layer ?? 4;
@@ -22,15 +25,20 @@ export function enter({ figure, store, values }) {
   timer = setTimeout(run, 400);
   update();
   return {
-    update,
+    update: () => {
+      pair.update();
+      update();
+    },
     act() {
       clearTimeout(timer);
       copied = 0;
       timer = setTimeout(run, 400);
+      pair.replay();
     },
     leave() {
       clearTimeout(timer);
+      pair.leave();
     },
-    info: () => ({ copied }),
+    info: () => ({ copied, ...pair.info() }),
   };
 }

@@ -1,24 +1,26 @@
 // Chapters 16 and 17: four more layers try to fit. Four full-size layers fill the walls to
 // near the top; eight overflow them, hatched, split into the weight and its gradient
 // (lavender) and the optimizer's bookkeeping (sand), by the memory lab's 18 bytes a weight.
+// In the scene, both GPUs: four more layers, dashed, drop onto the top of each box and stop
+// there; their walls hold the four layers in two bands, and with the eight they overflow,
+// hatched, far past the top. (The main scene's memory walls, behind the close-up, are left
+// alone.)
 import { t } from '../i18n/lang.js';
 import { percent } from '../i18n/units.js';
 import { h, redrawer, wall } from './figure.js';
+import { gpuCloseUp } from './closeup.js';
 
-export function enter({ store, story, chapter, figure, values }) {
+export function enter(ctx) {
+  const { story, chapter, figure, values } = ctx;
   const f = story.figures;
   let over = Boolean(chapter.oom);
-  const caseOf = (c, n) => ({
-    label: `${n} full-size layers on one GPU`,
-    fraction: c.fraction,
-    parts: [
-      { name: 'weights', fraction: (c.fraction * c.weight_grad) / c.bytes / 2 },
-      { name: 'grads', fraction: (c.fraction * c.weight_grad) / c.bytes / 2 },
-      { name: 'optimizer', fraction: (c.fraction * c.optimizer) / c.bytes },
-    ],
-    fits: c.fraction <= 1,
-    gpus: store.state.hello?.config?.gpus ?? null,
-  });
+  const gpus = gpuCloseUp(ctx, true, { layers: 4, pair: 'twin', blocked: 4 });
+  // The walls in the scene: the weight and its gradient (lavender) below, the optimizer's
+  // bookkeeping (sand) above, as shares of one GPU's memory.
+  const bands = (c) => [
+    { share: (c.fraction * c.weight_grad) / c.bytes, colour: '#9d8fd6' },
+    { share: (c.fraction * c.optimizer) / c.bytes, colour: '--update' },
+  ];
   const draw = redrawer(figure, (o, v) => {
     const c = o ? f.layers8 : f.layers4;
     return [
@@ -39,9 +41,14 @@ export function enter({ store, story, chapter, figure, values }) {
   });
   const update = () => {
     const v = values();
-    store.set('memoryCase', caseOf(over ? f.layers8 : f.layers4, over ? 8 : 4));
     draw([over, v.oom_need], over, v);
+    if (shown !== over) {
+      shown = over;
+      gpus.setBands(bands(over ? f.layers8 : f.layers4));
+    }
+    gpus.update();
   };
+  let shown = null;
   update();
   return {
     update,
@@ -49,9 +56,7 @@ export function enter({ store, story, chapter, figure, values }) {
       over = true;
       update();
     },
-    leave() {
-      store.set('memoryCase', null);
-    },
-    info: () => ({ overflow: over, fraction: (over ? f.layers8 : f.layers4).fraction }),
+    leave: gpus.leave,
+    info: () => ({ overflow: over, fraction: (over ? f.layers8 : f.layers4).fraction, ...gpus.info() }),
   };
 }

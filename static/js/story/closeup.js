@@ -2,22 +2,27 @@
 // page): the drawing (gpu3d.js) is imported once the 3D stage is up, which starts after
 // the socket, so a chapter may enter before it.
 
-/** gpuCloseUp(ctx, open, {layers, stepping}) -> { update(), setLayers(n), setFill(f), leave(), info() }:
+/** gpuCloseUp(ctx, open, {layers, stepping, trays, prompt, pair}) -> { update(), setLayers(n), setFill(f), replay(), leave(), info() }:
  * mounted now or on a later update; layers shown before it is up are shown when it is.
  * `stepping`: every layer in place, and the live step drawn through them (stepinside.js),
- * with `trays` microbatches as trays beside the GPU, or the live probe's `prompt()` as one. */
-export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, prompt = null } = {}) {
+ * with `trays` microbatches as trays beside the GPU, or the live probe's `prompt()` as one.
+ * `pair`: GPU 2 beside it (pair3d.js), its layers copied ('copy'), learning alone
+ * ('apart'), averaging with GPU 1 ('together') or simply there ('twin'); `blocked`: that
+ * many more layers, dashed, stopped over every GPU's box. */
+export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0 } = {}) {
   let gpu = null;
   let left = false;
   let loading = null;
   let shown = 0;
   let fill = null;
+  let bands = null;
   const ensure = () => {
     if (gpu || left || loading || !getStage?.()) return gpu;
     loading = import('./gpu3d.js')
       .then((m) => {
         if (left) return;
-        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, prompt });
+        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, prompt, pair, blocked });
+        if (bands) gpu?.setBands(bands);
         if (shown) gpu?.setLayers(shown);
         if (fill !== null) gpu?.setFill(fill);
       })
@@ -42,6 +47,13 @@ export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, ste
       fill = f;
       ensure()?.setFill(f);
     },
+    /** What the walls hold, in bands (gpu3d.js's setBands). */
+    setBands(b) {
+      bands = b;
+      ensure()?.setBands(b);
+    },
+    /** Play GPU 2's copy again (pair 'copy'). */
+    replay: () => gpu?.replay(),
     leave() {
       left = true;
       gpu?.leave();

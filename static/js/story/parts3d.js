@@ -28,6 +28,17 @@ export const boxOf = (obj) => {
   return { min: b.min.toArray(), max: b.max.toArray() };
 };
 
+/** Put sprite `next` (or nothing) in `old`'s place in `group`, `old` disposed; returns next. */
+export function resprite(group, old, next) {
+  if (old) {
+    group.remove(old);
+    old.material.map?.dispose();
+    old.material.dispose();
+  }
+  if (next) group.add(next);
+  return next;
+}
+
 export const TRAY_IDLE = 0x3a4a6a;
 
 /** A tray beside the GPU, w wide, at [x, y, z]; label(text, opts) writes on it (again). */

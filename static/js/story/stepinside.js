@@ -10,7 +10,7 @@
 import * as THREE from 'three';
 import { t } from '../i18n/lang.js';
 import { textSprite } from '../scene/util.js';
-import { boxOf, phaseOf, tray as makeTray, TRAY_IDLE } from './parts3d.js';
+import { boxOf, phaseOf, resprite, tray as makeTray, TRAY_IDLE } from './parts3d.js';
 const WORDS = {
   forward: () => t('forward pass: the band climbs the layers'),
   backward: () => t('backward pass: gradients noted, layer by layer'),
@@ -81,17 +81,11 @@ export function stepInside({ parent, slabs, size, colour, at3, trays = 0, trayAt
   function say(p) {
     if (p === said) return;
     said = p;
-    if (readout) {
-      group.remove(readout);
-      readout.material.map?.dispose();
-      readout.material.dispose();
-    }
-    readout = p ? textSprite(WORDS[p](), { height: 0.34, bg: 'rgba(8,13,24,0.9)' }) : null;
+    readout = resprite(group, readout, p ? textSprite(WORDS[p](), { height: 0.34, bg: 'rgba(8,13,24,0.9)' }) : null);
     if (readout) {
       readout.material.depthTest = false; // read in front of the floor and the board
       readout.renderOrder = 10;
       readout.position.set(...at3);
-      group.add(readout);
     }
   }
 
