@@ -193,6 +193,8 @@ export function installTestHook({ store, getStage, actions, labels, tour, story 
     // The run's parallel plan from hello ({dp, tp, pp, ep, microbatches, schedule, experts,
     // top_k}) and the step on screen's measured plan figures.
     plan: () => (s().hello?.plan ? { ...s().hello.plan } : null),
+    // Each GPU's role in the plan ({gpu, stage, experts: [lo, hi), ...}), from hello.
+    roles: () => JSON.parse(JSON.stringify(s().hello?.roles ?? [])),
     planStats: () => (s().step?.plan_stats ? JSON.parse(JSON.stringify(s().step.plan_stats)) : null),
     // The kinds of event in the step on screen's trace, sorted: ['allreduce', 'p2p', ...].
     stepTraceKinds: () => {

@@ -766,6 +766,75 @@ def test_four_more_layers_are_blocked_and_overflow_the_walls(page_at, web) -> No
     assert watch.errors == [], watch.errors
 
 
+def test_one_layer_opens_over_gpu_one(page_at, web) -> None:
+    """Chapter 18 opens GPU 1's bottom layer over the GPU: attention along its base, the
+    router's notch, the live model's experts above; the token comes up through attention to
+    the router and on to the experts the live router chose for it in layer 1, which light."""
+    watch = page_at("?story=one-gpu&chapter=18", viewport={"width": 1024, "height": 768})
+    page = watch.page
+    page.wait_for_function(
+        "(() => { const f = window.trainingRun.story.figure;"
+        " return window.trainingRun.story.chapter === 18 && f && f.route && f.layer"
+        " && f.layer.lit.length === f.route.experts.length"
+        " && !window.trainingRun.cameraFlying; })()",
+        timeout=WAIT_MS,
+    )
+    fig = story(page)["figure"]
+    assert sorted(fig["layer"]["lit"]) == sorted(fig["route"]["experts"]) == sorted(fig["lit"])
+    experts = page.evaluate("window.trainingRun.plan.experts")
+    high = _heights(page)
+    assert len(high["attention"]) == 1 and len(high["router"]) == 1
+    assert len(high["expert"]) + len(high["expert-lit"]) == fig["layer"]["experts"] == experts
+    assert len(high["expert-lit"]) == len(fig["route"]["experts"])
+    wall_top = max(y1 for _, y1 in high["capacity"])
+    attention, router = high["attention"][0], high["router"][0]
+    assert attention[0] > wall_top, "opened over the GPU"
+    assert router[0] >= attention[1] - 0.05 and min(y0 for y0, _ in high["expert"]) > router[1]
+    # The token goes up through the layer and out to an expert, again and again.
+    where = page.evaluate(
+        """() => new Promise((done) => {
+          const seen = new Set();
+          const t0 = performance.now();
+          const look = () => {
+            seen.add(window.trainingRun.story.figure?.layer?.token);
+            if (seen.size >= 4 || performance.now() - t0 > 15000)
+              done([...seen]);
+            else requestAnimationFrame(look);
+          };
+          look();
+        })"""
+    )
+    assert {"below", "attention", "router", "experts"} <= set(where), where
+    web.screenshot(page, "story_open_layer_1024")
+    assert watch.errors == [], watch.errors
+
+
+def test_the_experts_are_split_between_two_gpus(page_at, web) -> None:
+    """Chapter 19 draws both GPUs with every layer's row of experts: the ones each GPU keeps
+    (from the split run's roles) in the experts' colour, the rest dashed, a cut down every
+    row where one GPU's experts end, each GPU's range named over it."""
+    watch = page_at("?story=one-gpu&chapter=19", viewport={"width": 1024, "height": 768})
+    page = watch.page
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 19 && window.trainingRun.story.figure?.split"
+        " && window.trainingRun.figure.some((p) => p.name === 'gpu2-cut')"
+        " && !window.trainingRun.cameraFlying",
+        timeout=WAIT_MS,
+    )
+    roles = page.evaluate("window.trainingRun.roles.slice(0, 2).map((r) => r.experts)")
+    experts = page.evaluate("window.trainingRun.plan.experts")
+    assert roles[0][1] <= roles[1][0] and roles[1][1] - roles[0][0] == experts, roles
+    pieces = _pieces(page)
+    assert len(pieces["experts"]) == 4 and len(pieces["gpu2-experts"]) == 4
+    # The cut stands where GPU 1's experts end: the same share of the row on both GPUs.
+    for prefix in ("", "gpu2-"):
+        row, cut = pieces[f"{prefix}experts"][0], pieces[f"{prefix}cut"][0]
+        at = ((cut["left"] + cut["right"]) / 2 - row["left"]) / (row["right"] - row["left"])
+        assert abs(at - roles[0][1] / experts) < 0.1, (prefix, at, roles)
+    web.screenshot(page, "story_experts_split_1024")
+    assert watch.errors == [], watch.errors
+
+
 def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, web) -> None:
     story_server, recorded = story_server
     shots = shots_dir()

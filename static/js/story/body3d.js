@@ -163,6 +163,46 @@ export function gpuBody({ layers = 0 } = {}) {
     return blocked;
   }
 
+  // Each layer's experts as a row of cells on its front: those this GPU keeps in the
+  // experts' yellow, the rest dark and dashed, and a red cut where the row is split.
+  let expertRows = [];
+  function setExperts({ count, keep }) {
+    const cv = document.createElement('canvas');
+    cv.width = 32 * count;
+    cv.height = 32;
+    const g = cv.getContext('2d');
+    const yellow = `#${cssColour('--experts', '#f0e442').getHexString()}`;
+    for (let i = 0; i < count; i++) {
+      const kept = i >= keep[0] && i < keep[1];
+      g.fillStyle = kept ? yellow : '#1b2236';
+      g.fillRect(32 * i + 3, 4, 26, 24);
+      if (!kept) {
+        g.setLineDash([5, 4]);
+        g.strokeStyle = yellow;
+        g.lineWidth = 2;
+        g.strokeRect(32 * i + 4, 5, 24, 22);
+      }
+    }
+    const tex = new THREE.CanvasTexture(cv);
+    tex.colorSpace = THREE.SRGBColorSpace;
+    const face = new THREE.MeshBasicMaterial({ map: tex });
+    expertRows = slabs.map((slab) => {
+      const row = new THREE.Mesh(new THREE.PlaneGeometry(SLAB.w * 0.96, SLAB.h * 0.86), face);
+      row.position.set(0, slab.userData.rest, SLAB.d / 2 + 0.01);
+      group.add(row);
+      return row;
+    });
+    // The cut, down every row, where this GPU's experts end and the other's begin.
+    const edge = keep[0] > 0 ? keep[0] : keep[1];
+    const x = -SLAB.w * 0.48 + (SLAB.w * 0.96 * edge) / count;
+    const y0 = slabs[0].userData.rest - SLAB.h;
+    const y1 = slabs[slabs.length - 1].userData.rest + SLAB.h;
+    const cut = new THREE.Mesh(new THREE.BoxGeometry(0.05, y1 - y0, 0.05), new THREE.MeshBasicMaterial({ color: 0xff6b6b }));
+    cut.position.set(x, (y0 + y1) / 2, SLAB.d / 2 + 0.04);
+    group.add(cut);
+    expertRows.cut = cut;
+  }
+
   let lit = null;
   return {
     group,
@@ -175,6 +215,7 @@ export function gpuBody({ layers = 0 } = {}) {
     slabMat,
     blocked,
     setBands,
+    setExperts,
     block,
     /** Fill both walls to this share of the GPU's memory (a sliver at least). */
     setFill(f) {
@@ -201,6 +242,8 @@ export function gpuBody({ layers = 0 } = {}) {
       ...hairs.filter((x) => x.visible).map((x) => ({ name: `${prefix}more`, box: boxOf(x) })),
       ...blocked.filter((x) => x.visible).map((x) => ({ name: `${prefix}blocked`, box: boxOf(x) })),
       ...bandMeshes.map((x) => ({ name: `${prefix}${x.userData.over ? 'overflow' : 'band'}`, box: boxOf(x) })),
+      ...expertRows.map((x) => ({ name: `${prefix}experts`, box: boxOf(x) })),
+      ...(expertRows.cut ? [{ name: `${prefix}cut`, box: boxOf(expertRows.cut) }] : []),
     ],
   };
 }

@@ -8,8 +8,10 @@
  * with `trays` microbatches as trays beside the GPU, or the live probe's `prompt()` as one.
  * `pair`: GPU 2 beside it (pair3d.js), its layers copied ('copy'), learning alone
  * ('apart'), averaging with GPU 1 ('together') or simply there ('twin'); `blocked`: that
- * many more layers, dashed, stopped over every GPU's box. */
-export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0 } = {}) {
+ * many more layers, dashed, stopped over every GPU's box; `layer`: the bottom layer opened
+ * over the GPU ({experts, k, route()}: layer3d.js); `split`: each GPU's experts of every
+ * layer ({count, keep: [[lo, hi), ...]}), the rest dashed. */
+export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0, layer = null, split = null } = {}) {
   let gpu = null;
   let left = false;
   let loading = null;
@@ -21,7 +23,7 @@ export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, ste
     loading = import('./gpu3d.js')
       .then((m) => {
         if (left) return;
-        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, prompt, pair, blocked });
+        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, prompt, pair, blocked, layer, split });
         if (bands) gpu?.setBands(bands);
         if (shown) gpu?.setLayers(shown);
         if (fill !== null) gpu?.setFill(fill);

@@ -13,9 +13,11 @@ import * as THREE from 'three';
 import { t } from '../i18n/lang.js';
 import { disposeTree, textSprite } from '../scene/util.js';
 import { gpuBody, SLAB, WALL_H } from './body3d.js';
+import { OPEN_AT, openLayer } from './layer3d.js';
 import { mountPair, PAIR_X } from './pair3d.js';
 import { boxOf, cssColour, tray } from './parts3d.js';
 import { stepInside } from './stepinside.js';
+import { span } from './values.js';
 
 const LID_SHUT = WALL_H + 0.18;
 const LID_S = 1.2; // the lid's lift, in seconds
@@ -23,7 +25,7 @@ const DROP = { from: 1.6, s: 0.5 }; // a slab falls this far, over this long
 
 /** Mount the close-up on the stage: mountGpu3d({ getStage, store, reduced, open }) ->
  * { update(), leave(), info() }, or null when there is no 3D stage. */
-export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0 }) {
+export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0, layer = null, split = null }) {
   const stage = getStage?.();
   const lay = stage?.layout?.();
   const g = lay?.gpus?.[0];
@@ -58,8 +60,8 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
   // below; hairlines over the top one say the stack goes on.
   for (const slab of slabs) slab.userData.fall = 1; // 1 above the lid, 0 landed
   let shownLayers = 0;
-  // A chapter about the step (or about two GPUs): every layer in place from the start.
-  if (stepping || pair) {
+  // A chapter about the step, about two GPUs or inside a layer: every layer in place.
+  if (stepping || pair || layer || split) {
     shownLayers = layers;
     for (const slab of slabs) {
       slab.visible = true;
@@ -70,6 +72,23 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     ? stepInside({ parent: root, slabs, size: { w: SLAB.w, h: SLAB.h, d: SLAB.d }, colour: cssColour, at3: [0, 0.05, 2.75], trays })
     : null;
   const twin = pair && layers ? mountPair({ root, layers: slabs, mode: pair, reduced, requestRender: () => stage.requestRender() }) : null;
+  // Chapter 19 on: each GPU keeps its range of every layer's experts ({count, keep: [[lo,
+  // hi) for GPU 1, ... for GPU 2]}), named over it, and the pair named under one bracket.
+  if (split) {
+    [body, ...(twin ? [twin.body] : [])].forEach((b, i) => {
+      const keep = split.keep[i];
+      if (!keep) return;
+      b.setExperts({ count: split.count, keep });
+      const range = span(keep);
+      const kept = name(t('GPU {gpu} keeps experts {range}', { gpu: i + 1, range }), i ? PAIR_X : 0, 0.05, 2.45); // under its name
+      kept.material.depthTest = false;
+      kept.renderOrder = 10;
+      root.add(kept);
+    });
+    if (twin) root.add(name(t('Expert parallelism · the experts are split'), PAIR_X / 2, WALL_H + 1.3, 0));
+  }
+  // Chapter 18: the bottom layer opened up over the GPU (layer3d.js).
+  const opened = layer && slabs.length ? openLayer({ parent: root, slab: slabs[0], ...layer, reduced, requestRender: () => stage.requestRender() }) : null;
   // The layers a bigger model adds, dashed, on every GPU: they drop onto the top of the box
   // and stop there (and the name of the model they make, over GPU 1).
   const stopped = [body, ...(twin ? [twin.body] : [])].flatMap((b) => b.block(blocked, LID_SHUT + 0.12));
@@ -167,6 +186,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     inside?.frame(frame);
     kind = body.light(frame?.lane?.(0)?.kind ?? null);
     twin?.frame(frame);
+    opened?.frame();
   });
 
   root.userData.describe = () => [
@@ -175,6 +195,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     ...(inside?.describe() ?? []),
     ...(promptTray ? [{ name: 'tray', box: boxOf(promptTray.mesh) }] : []),
     ...(twin?.describe() ?? []),
+    ...(opened?.describe() ?? []),
     ...(tooBig.visible ? [{ name: 'doesnt-fit', box: boxOf(tooBig) }] : []),
   ];
   pose();
@@ -185,8 +206,12 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
   // Held while the chapter lasts, so a resize or a panel moving frames it again.
   const left = trays || prompt ? 4.3 : 2.6; // room for the trays beside it
   const right = pair ? PAIR_X + 2.8 : 2.6; // room for GPU 2 beside it
-  const top = Math.max(pair ? WALL_H + 1.6 : WALL_H + 1.2, blocked ? LID_SHUT + 0.8 + blocked * (SLAB.h + SLAB.gap) : 0);
-  stage.holdView({ min: [g.x - left, 0, zFront - 1.6], max: [g.x + right, top, zFront + 3.0] }, { instant: reduced(), direction: [0.1, 0.42, 1], fill: 0.92 });
+  const top = Math.max(pair ? WALL_H + 1.6 : WALL_H + 1.2, blocked ? LID_SHUT + 0.8 + blocked * (SLAB.h + SLAB.gap) : 0, layer ? OPEN_AT + 2.0 : 0);
+  // Inside a layer, the view dives to the opened layer over the GPU's top.
+  const box = layer
+    ? { min: [g.x - 3.6, WALL_H * 0.5, zFront - 1.0], max: [g.x + 2.6, top, zFront + 1.4] } // the router's name to the left
+    : { min: [g.x - left, 0, zFront - 1.6], max: [g.x + right, top, zFront + 3.0] };
+  stage.holdView(box, { instant: reduced(), direction: [0.1, 0.42, 1], fill: 0.92 });
   placeSlabs();
   if (want !== lift || stopped.length) setOpen(want === 1);
 
@@ -211,12 +236,13 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
       fillMemory();
       stage.requestRender();
     },
-    info: () => ({ open: lift, lit: kind, memory: root.userData.memory, layers: shownLayers, landed: slabs.filter((s) => s.visible && s.userData.fall === 0).length, step: inside?.info() ?? null, prompt: promptSaid, pair: twin?.info() ?? null, blocked: stopped.filter((s) => s.userData.fall === 0).length }),
+    info: () => ({ open: lift, lit: kind, memory: root.userData.memory, layers: shownLayers, landed: slabs.filter((s) => s.visible && s.userData.fall === 0).length, step: inside?.info() ?? null, prompt: promptSaid, pair: twin?.info() ?? null, blocked: stopped.filter((s) => s.userData.fall === 0).length, layer: opened?.info() ?? null }),
     leave() {
       cancelAnimationFrame(raf);
       off?.();
       inside?.dispose();
       twin?.dispose();
+      opened?.dispose();
       stage.holdView(null, { instant: reduced() }); // and out again: a flight, not a cut
       stage.removeOverlay(root);
       disposeTree(root);
