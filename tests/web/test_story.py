@@ -642,6 +642,18 @@ def test_the_step_plays_inside_gpu_one(page_at, web) -> None:
     assert watch.errors == [], watch.errors
 
 
+def _chapter(page_at, n: int, ready: str):
+    """The story opened at chapter n (1024x768), once `ready` (a JS expression) holds and
+    the camera has landed."""
+    watch = page_at(f"?story=one-gpu&chapter={n}", viewport={"width": 1024, "height": 768})
+    watch.page.wait_for_function(
+        f"window.trainingRun.story.chapter === {n} && !window.trainingRun.cameraFlying"
+        f" && ({ready})",
+        timeout=WAIT_MS,
+    )
+    return watch
+
+
 def test_a_second_gpu_is_copied_beside_gpu_one(page_at, web) -> None:
     """Chapter 13 draws GPU 2 beside GPU 1 in the scene: a socket traced on the floor, GPU 2
     landing in it empty, then GPU 1's four layers copied across one at a time (a copy in
@@ -726,13 +738,8 @@ def test_four_more_layers_are_blocked_and_overflow_the_walls(page_at, web) -> No
     (the weight and its gradient, the optimizer's bookkeeping), under the top. Chapter 17
     (eight layers) overflows them: hatched bands climb past the top of every wall, marked
     "doesn't fit"."""
-    watch = page_at("?story=one-gpu&chapter=16", viewport={"width": 1024, "height": 768})
+    watch = _chapter(page_at, 16, "window.trainingRun.story.figure?.blocked === 8")
     page = watch.page
-    page.wait_for_function(
-        "window.trainingRun.story.chapter === 16 && window.trainingRun.story.figure?.blocked === 8"
-        " && !window.trainingRun.cameraFlying",
-        timeout=WAIT_MS,
-    )
     four = _heights(page)
     assert len(four["blocked"]) == 4 and len(four["gpu2-blocked"]) == 4, four.keys()
     for prefix in ("", "gpu2-"):
@@ -770,15 +777,13 @@ def test_one_layer_opens_over_gpu_one(page_at, web) -> None:
     """Chapter 18 opens GPU 1's bottom layer over the GPU: attention along its base, the
     router's notch, the live model's experts above; the token comes up through attention to
     the router and on to the experts the live router chose for it in layer 1, which light."""
-    watch = page_at("?story=one-gpu&chapter=18", viewport={"width": 1024, "height": 768})
-    page = watch.page
-    page.wait_for_function(
+    watch = _chapter(
+        page_at,
+        18,
         "(() => { const f = window.trainingRun.story.figure;"
-        " return window.trainingRun.story.chapter === 18 && f && f.route && f.layer"
-        " && f.layer.lit.length === f.route.experts.length"
-        " && !window.trainingRun.cameraFlying; })()",
-        timeout=WAIT_MS,
+        " return f && f.route && f.layer && f.layer.lit.length === f.route.experts.length; })()",
     )
+    page = watch.page
     fig = story(page)["figure"]
     assert sorted(fig["layer"]["lit"]) == sorted(fig["route"]["experts"]) == sorted(fig["lit"])
     experts = page.evaluate("window.trainingRun.plan.experts")
@@ -813,14 +818,13 @@ def test_the_experts_are_split_between_two_gpus(page_at, web) -> None:
     """Chapter 19 draws both GPUs with every layer's row of experts: the ones each GPU keeps
     (from the split run's roles) in the experts' colour, the rest dashed, a cut down every
     row where one GPU's experts end, each GPU's range named over it."""
-    watch = page_at("?story=one-gpu&chapter=19", viewport={"width": 1024, "height": 768})
-    page = watch.page
-    page.wait_for_function(
-        "window.trainingRun.story.chapter === 19 && window.trainingRun.story.figure?.split"
-        " && window.trainingRun.figure.some((p) => p.name === 'gpu2-cut')"
-        " && !window.trainingRun.cameraFlying",
-        timeout=WAIT_MS,
+    watch = _chapter(
+        page_at,
+        19,
+        "window.trainingRun.story.figure?.split"
+        " && window.trainingRun.figure.some((p) => p.name === 'gpu2-cut')",
     )
+    page = watch.page
     roles = page.evaluate("window.trainingRun.roles.slice(0, 2).map((r) => r.experts)")
     experts = page.evaluate("window.trainingRun.plan.experts")
     assert roles[0][1] <= roles[1][0] and roles[1][1] - roles[0][0] == experts, roles
@@ -832,6 +836,54 @@ def test_the_experts_are_split_between_two_gpus(page_at, web) -> None:
         at = ((cut["left"] + cut["right"]) / 2 - row["left"]) / (row["right"] - row["left"])
         assert abs(at - roles[0][1] / experts) < 0.1, (prefix, at, roles)
     web.screenshot(page, "story_experts_split_1024")
+    assert watch.errors == [], watch.errors
+
+
+def test_the_stages_stack_by_height(page_at, web) -> None:
+    """Chapter 21 stacks the pipeline's stages by height over GPU 1: stage 1's GPUs at the
+    bottom, stage 2's over them, each row named with its stage and layers and every GPU whose
+    memory fits checked. In chapter 22 every GPU plays its own lane of the step, and a GPU
+    idle in the pipeline's bubble is veiled, "waiting"."""
+    watch = _chapter(
+        page_at,
+        21,
+        "(() => { const s = window.trainingRun.story.figure?.stack;"
+        " return s && s.landed === 1 && s.fits === 4; })()",
+    )
+    page = watch.page
+    roles = page.evaluate("window.trainingRun.roles")
+    assert {r["stage"] for r in roles} == {0, 1} and len(roles) == 4
+    high = _heights(page)
+    assert len(high["stage"]) == 2 and len(high["fits"]) == 4
+    # Every GPU of stage 2 stands over the top of stage 1's walls.
+    top = max(y1 for _, y1 in high["capacity"])
+    for r in roles:
+        if r["stage"] == 1:
+            assert min(y0 for y0, _ in high[f"gpu{r['gpu'] + 1}-gpu"]) > top, r
+    web.screenshot(page, "story_stages_1024")
+
+    page.keyboard.press("PageDown")
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 22"
+        " && window.trainingRun.story.figure?.stack?.landed === 1"
+    )
+    # Watch a few steps: each stage works and waits in turn, never both waiting at once.
+    seen = page.evaluate(
+        """() => new Promise((done) => {
+          const seen = [];
+          const t0 = performance.now();
+          const look = () => {
+            const s = window.trainingRun.story.figure?.stack;
+            if (s) seen.push(s.waiting);
+            if (performance.now() - t0 > 8000) done(seen); else requestAnimationFrame(look);
+          };
+          look();
+        })"""
+    )
+    stage_of = {r["gpu"]: r["stage"] for r in roles}
+    waited = {stage_of[g] for w in seen for g in w}
+    assert waited == {0, 1}, waited
+    web.screenshot(page, "story_bubble_1024")
     assert watch.errors == [], watch.errors
 
 

@@ -1,6 +1,8 @@
 // Chapter 21: stages: the GPUs by pipeline stage (from the plan's roles), each labelled
-// with its layers, and a check that they fit (memory account against capacity).
+// with its layers, and a check that they fit (memory account against capacity). In the
+// scene, the stages stacked by height over GPU 1, the live step playing through each GPU.
 import { t } from '../i18n/lang.js';
+import { stackedCloseUp } from './closeup.js';
 import { bytes } from '../i18n/units.js';
 import { fmtBytes } from '../ui/format.js';
 import { h, redrawer } from './figure.js';
@@ -22,7 +24,9 @@ export function stageGrid(roles, memory, { compact = false } = {}) {
   }));
 }
 
-export function enter({ figure, store }) {
+export function enter(ctx) {
+  const { figure, store } = ctx;
+  const gpus = stackedCloseUp(ctx);
   const draw = redrawer(figure, (roles, memory) => [
     stageGrid(roles, memory),
     h('p', { class: 'sf-legend', text: t('✓ fits: {used} of {capacity} on GPU 1', { used: bytes(memory[0].total), capacity: bytes(memory[0].capacity) }) }),
@@ -31,7 +35,8 @@ export function enter({ figure, store }) {
     const s = store.state;
     const memory = s.step?.memory;
     if (s.hello?.roles && memory?.length) draw([s.hello.run_id, memory.length], s.hello.roles, memory);
+    gpus.update();
   };
   update();
-  return { update, leave() {} };
+  return { update, leave: gpus.leave, info: () => ({ stack: gpus.info()?.stack ?? null }) };
 }

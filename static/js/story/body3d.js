@@ -5,6 +5,8 @@
 // real model stacks dozens more. Everything is placed about the board's centre.
 
 import * as THREE from 'three';
+import { t } from '../i18n/lang.js';
+import { textSprite } from '../scene/util.js';
 import { boxOf, cssColour, phaseOf } from './parts3d.js';
 
 const CORES = 16;
@@ -203,6 +205,25 @@ export function gpuBody({ layers = 0 } = {}) {
     expertRows.cut = cut;
   }
 
+  // Waiting (a pipeline's idle stage): a hatched veil over the GPU, and the word.
+  let veil = null;
+  function setWaiting(on) {
+    if (on && !veil) {
+      const tex = stripes(new THREE.Color(0x0b1220));
+      tex.repeat.set(6, 3);
+      veil = new THREE.Mesh(new THREE.PlaneGeometry(BOARD.w, WALL_H + 0.3), new THREE.MeshBasicMaterial({ map: tex, transparent: true, opacity: 0.55, depthWrite: false }));
+      veil.position.set(0, (WALL_H + 0.3) / 2, BOARD.d / 2 + 0.05);
+      const word = textSprite(t('waiting'), { height: 0.34, colour: '#ffb4b4', bg: 'rgba(8,13,24,0.9)' });
+      word.position.set(0, WALL_H * 0.55, 0.05);
+      word.material.depthTest = false;
+      word.renderOrder = 10;
+      veil.add(word);
+      group.add(veil);
+    }
+    if (veil) veil.visible = Boolean(on);
+    return Boolean(on);
+  }
+
   let lit = null;
   return {
     group,
@@ -216,6 +237,7 @@ export function gpuBody({ layers = 0 } = {}) {
     blocked,
     setBands,
     setExperts,
+    setWaiting,
     block,
     /** Fill both walls to this share of the GPU's memory (a sliver at least). */
     setFill(f) {
@@ -244,6 +266,7 @@ export function gpuBody({ layers = 0 } = {}) {
       ...bandMeshes.map((x) => ({ name: `${prefix}${x.userData.over ? 'overflow' : 'band'}`, box: boxOf(x) })),
       ...expertRows.map((x) => ({ name: `${prefix}experts`, box: boxOf(x) })),
       ...(expertRows.cut ? [{ name: `${prefix}cut`, box: boxOf(expertRows.cut) }] : []),
+      ...(veil?.visible ? [{ name: `${prefix}waiting`, box: boxOf(veil) }] : []),
     ],
   };
 }

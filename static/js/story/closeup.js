@@ -10,8 +10,9 @@
  * ('apart'), averaging with GPU 1 ('together') or simply there ('twin'); `blocked`: that
  * many more layers, dashed, stopped over every GPU's box; `layer`: the bottom layer opened
  * over the GPU ({experts, k, route()}: layer3d.js); `split`: each GPU's experts of every
- * layer ({count, keep: [[lo, hi), ...]}), the rest dashed. */
-export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0, layer = null, split = null } = {}) {
+ * layer ({count, keep: [[lo, hi), ...]}), the rest dashed; `stack`: the pipeline's stages
+ * by height over GPU 1 ({roles, memory()}: stack3d.js). */
+export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0, layer = null, split = null, stack = null } = {}) {
   let gpu = null;
   let left = false;
   let loading = null;
@@ -23,7 +24,7 @@ export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, ste
     loading = import('./gpu3d.js')
       .then((m) => {
         if (left) return;
-        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, prompt, pair, blocked, layer, split });
+        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, prompt, pair, blocked, layer, split, stack });
         if (bands) gpu?.setBands(bands);
         if (shown) gpu?.setLayers(shown);
         if (fill !== null) gpu?.setFill(fill);
@@ -56,6 +57,31 @@ export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, ste
     },
     /** Play GPU 2's copy again (pair 'copy'). */
     replay: () => gpu?.replay(),
+    leave() {
+      left = true;
+      gpu?.leave();
+    },
+    info: () => gpu?.info() ?? null,
+  };
+}
+
+/** The pipeline's stages by height (chapters 21 to 23), once the chapter's run is on screen:
+ * its roles put GPUs on more than one stage. { update(), leave(), info() }. */
+export function stackedCloseUp(ctx) {
+  const { store } = ctx;
+  let gpu = null;
+  let left = false;
+  const ensure = () => {
+    const h = store.state.hello;
+    const roles = h?.roles ?? [];
+    if (gpu || left || new Set(roles.map((r) => r.stage)).size < 2 || roles[0]?.gpu !== 0) return gpu;
+    const per = roles[0].layers[1] - roles[0].layers[0];
+    gpu = gpuCloseUp(ctx, true, { layers: per, stepping: true, stack: { roles, memory: () => store.state.step?.memory } });
+    return gpu;
+  };
+  ensure();
+  return {
+    update: () => ensure()?.update(),
     leave() {
       left = true;
       gpu?.leave();

@@ -15,6 +15,7 @@ import { disposeTree, textSprite } from '../scene/util.js';
 import { gpuBody, SLAB, WALL_H } from './body3d.js';
 import { OPEN_AT, openLayer } from './layer3d.js';
 import { mountPair, PAIR_X } from './pair3d.js';
+import { mountStack, STAGE_H } from './stack3d.js';
 import { boxOf, cssColour, tray } from './parts3d.js';
 import { stepInside } from './stepinside.js';
 import { span } from './values.js';
@@ -25,7 +26,7 @@ const DROP = { from: 1.6, s: 0.5 }; // a slab falls this far, over this long
 
 /** Mount the close-up on the stage: mountGpu3d({ getStage, store, reduced, open }) ->
  * { update(), leave(), info() }, or null when there is no 3D stage. */
-export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0, layer = null, split = null }) {
+export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0, layer = null, split = null, stack = null }) {
   const stage = getStage?.();
   const lay = stage?.layout?.();
   const g = lay?.gpus?.[0];
@@ -87,6 +88,10 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     });
     if (twin) root.add(name(t('Expert parallelism · the experts are split'), PAIR_X / 2, WALL_H + 1.3, 0));
   }
+  // Chapters 21 to 23: the pipeline's stages stacked by height over GPU 1 (stack3d.js); no
+  // lid, for a GPU stands on top.
+  const stacked = stack ? mountStack({ root, roles: stack.roles, gpu1: body, memory: stack.memory, reduced, requestRender: () => stage.requestRender() }) : null;
+  if (stacked) hinge.visible = false;
   // Chapter 18: the bottom layer opened up over the GPU (layer3d.js).
   const opened = layer && slabs.length ? openLayer({ parent: root, slab: slabs[0], ...layer, reduced, requestRender: () => stage.requestRender() }) : null;
   // The layers a bigger model adds, dashed, on every GPU: they drop onto the top of the box
@@ -176,6 +181,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     const f = given !== null ? Math.min(1, given) : m?.capacity ? Math.min(1, m.total / m.capacity) : 0;
     body.setFill(f);
     twin?.fill(store.state.step?.memory?.[1]);
+    stacked?.update();
     root.userData.memory = f;
     showPrompt();
   }
@@ -187,6 +193,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     kind = body.light(frame?.lane?.(0)?.kind ?? null);
     twin?.frame(frame);
     opened?.frame();
+    stacked?.frame(frame);
   });
 
   root.userData.describe = () => [
@@ -196,6 +203,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     ...(promptTray ? [{ name: 'tray', box: boxOf(promptTray.mesh) }] : []),
     ...(twin?.describe() ?? []),
     ...(opened?.describe() ?? []),
+    ...(stacked?.describe() ?? []),
     ...(tooBig.visible ? [{ name: 'doesnt-fit', box: boxOf(tooBig) }] : []),
   ];
   pose();
@@ -208,7 +216,11 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
   const right = pair ? PAIR_X + 2.8 : 2.6; // room for GPU 2 beside it
   const top = Math.max(pair ? WALL_H + 1.6 : WALL_H + 1.2, blocked ? LID_SHUT + 0.8 + blocked * (SLAB.h + SLAB.gap) : 0, layer ? OPEN_AT + 2.0 : 0);
   // Inside a layer, the view dives to the opened layer over the GPU's top.
-  const box = layer
+  const rows = stack ? new Set(stack.roles.map((r) => r.stage)).size : 1;
+  const wide = stack ? Math.max(...stack.roles.map((r) => stack.roles.filter((x) => x.stage === r.stage).length)) : 1;
+  const box = stack
+    ? { min: [g.x - 5.4, 0, zFront - 1.6], max: [g.x + (wide - 1) * PAIR_X + 2.6, (rows - 1) * STAGE_H + WALL_H + 1.2, zFront + 2.0] } // the stages' names to the left
+    : layer
     ? { min: [g.x - 3.6, WALL_H * 0.5, zFront - 1.0], max: [g.x + 2.6, top, zFront + 1.4] } // the router's name to the left
     : { min: [g.x - left, 0, zFront - 1.6], max: [g.x + right, top, zFront + 3.0] };
   stage.holdView(box, { instant: reduced(), direction: [0.1, 0.42, 1], fill: 0.92 });
@@ -236,13 +248,14 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
       fillMemory();
       stage.requestRender();
     },
-    info: () => ({ open: lift, lit: kind, memory: root.userData.memory, layers: shownLayers, landed: slabs.filter((s) => s.visible && s.userData.fall === 0).length, step: inside?.info() ?? null, prompt: promptSaid, pair: twin?.info() ?? null, blocked: stopped.filter((s) => s.userData.fall === 0).length, layer: opened?.info() ?? null }),
+    info: () => ({ open: lift, lit: kind, memory: root.userData.memory, layers: shownLayers, landed: slabs.filter((s) => s.visible && s.userData.fall === 0).length, step: inside?.info() ?? null, prompt: promptSaid, pair: twin?.info() ?? null, blocked: stopped.filter((s) => s.userData.fall === 0).length, layer: opened?.info() ?? null, stack: stacked?.info() ?? null }),
     leave() {
       cancelAnimationFrame(raf);
       off?.();
       inside?.dispose();
       twin?.dispose();
       opened?.dispose();
+      stacked?.dispose();
       stage.holdView(null, { instant: reduced() }); // and out again: a flight, not a cut
       stage.removeOverlay(root);
       disposeTree(root);

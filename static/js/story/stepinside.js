@@ -24,8 +24,9 @@ const WORDS = {
  * @param size the slab's {w, h, d}; colour(name, fallback) reads the page's colours
  * @param at3 where the readout sits ([x, y, z] in the close-up: at its foot)
  * @param trays the microbatches to draw as trays beside the GPU (0: none), stacked at trayAt
+ * @param lane the GPU whose lane of the trace plays (0: GPU 1); `readout` false: no readout
  */
-export function stepInside({ parent, slabs, size, colour, at3, trays = 0, trayAt = [-3.3, 0.1, 0.6] }) {
+export function stepInside({ parent, slabs, size, colour, at3, trays = 0, trayAt = [-3.3, 0.1, 0.6], lane = 0, readout: named = true }) {
   const n = slabs.length;
   const group = new THREE.Group();
   group.name = 'step-inside';
@@ -81,7 +82,7 @@ export function stepInside({ parent, slabs, size, colour, at3, trays = 0, trayAt
   function say(p) {
     if (p === said) return;
     said = p;
-    readout = resprite(group, readout, p ? textSprite(WORDS[p](), { height: 0.34, bg: 'rgba(8,13,24,0.9)' }) : null);
+    readout = resprite(group, readout, p && named ? textSprite(WORDS[p](), { height: 0.34, bg: 'rgba(8,13,24,0.9)' }) : null);
     if (readout) {
       readout.material.depthTest = false; // read in front of the floor and the board
       readout.renderOrder = 10;
@@ -95,7 +96,7 @@ export function stepInside({ parent, slabs, size, colour, at3, trays = 0, trayAt
 
   /** A frame of the step playing (the stage's onUpdate frame). */
   function frame(f) {
-    const e = f?.lane?.(0) ?? null;
+    const e = f?.lane?.(lane) ?? null;
     const p = phaseOf(e?.kind)?.phase ?? null;
     const turned = p !== was; // the trace has moved into another phase (or out of any)
     was = p;

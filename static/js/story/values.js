@@ -6,7 +6,7 @@
 // The captions' values are English (the translator puts a filled caption into the page's
 // language); the figures' (`here`) are in the page's language, for their own sentences.
 
-import { t as pageT, wordsFor } from '../i18n/lang.js';
+import { lang, t as pageT, wordsFor } from '../i18n/lang.js';
 import { bytes, loss, percent, seconds, unitsFor, whole } from '../i18n/units.js';
 import { liveValues } from '../ui/live.js';
 
@@ -57,6 +57,11 @@ export function storyValues(store, { story, memo, drift, runKey, here = false })
   const team = cfg.gpus;
   const mirror = Number.isFinite(field) && team ? field / team : NaN;
   const stageOf = (st) => roles.find((r) => r.stage === st);
+  // A stage's GPUs by number, listed the language's way: "1 and 3", "1 und 3".
+  const gpusOf = (st) => {
+    const g = roles.filter((r) => r.stage === st).map((r) => String(r.gpu + 1));
+    return g.length ? new Intl.ListFormat(here ? lang : 'en', { type: 'conjunction' }).format(g) : PENDING;
+  };
   const ready = (v) => (Number.isFinite(v) ? v : NaN);
   return {
     ...base,
@@ -105,6 +110,8 @@ export function storyValues(store, { story, memo, drift, runKey, here = false })
     gpu1_layers_words: roles[0] ? t(['layer {layers}', 'layers {layers}'], { layers: range(roles[0].layers) }, roles[0].layers[1] - roles[0].layers[0]) : PENDING,
     memory_before: bytes(memo.dp2?.memory),
     a2a_bytes: bytes(step ? a2a : NaN),
+    stage1_gpus: gpusOf(0),
+    stage2_gpus: gpusOf(1),
     stage1_layers: range(stageOf(0)?.layers),
     stage2_layers: range(stageOf(1)?.layers),
     bubble: pct(step?.plan_stats ? step.plan_stats.bubble_fraction : NaN),
