@@ -887,6 +887,40 @@ def test_the_stages_stack_by_height(page_at, web) -> None:
     assert watch.errors == [], watch.errors
 
 
+def test_the_guess_stands_over_the_layers(page_at, web) -> None:
+    """Chapter 6 draws the live probe's five best guesses as bars over GPU 1's layers, each
+    as tall as its probability under a line at certain; the "time" bar carries a pink
+    bracket from its top up to that line: the error."""
+    watch = _chapter(
+        page_at,
+        6,
+        "window.trainingRun.story.figure?.guess?.bars.length === 5"
+        " && window.trainingRun.story.figure.guess.bars.includes('time')",
+    )
+    page = watch.page
+    guess, high = page.evaluate(
+        "[window.trainingRun.story.figure.guess, window.trainingRun.figure]"
+    )
+    assert guess["bars"] == [g["token"] for g in guess["top"]]
+    heights: dict[str, list[tuple[float, float]]] = {}
+    for p in high:
+        heights.setdefault(p["name"], []).append((p["box"]["min"][1], p["box"]["max"][1]))
+    high = heights
+    certain = high["certain"][0][1]
+    base = min(y0 for y0, _ in high["bar"] + high["bar-time"])
+    assert all(y1 < certain + 0.01 for _, y1 in high["bar"] + high["bar-time"])
+    p_time = next(g["p"] for g in guess["top"] if g["token"] == "time")
+    time_top = high["bar-time"][0][1]
+    assert (time_top - base) / (certain - base) == pytest.approx(p_time, abs=0.03)
+    error = high["error"][0]
+    assert error[0] == pytest.approx(time_top, abs=0.02) and error[1] == pytest.approx(
+        certain, abs=0.03
+    )
+    assert guess["error"] == pytest.approx(1 - p_time, abs=1e-6)
+    web.screenshot(page, "story_guess_1024")
+    assert watch.errors == [], watch.errors
+
+
 def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, web) -> None:
     story_server, recorded = story_server
     shots = shots_dir()

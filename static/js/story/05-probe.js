@@ -1,7 +1,8 @@
 // Chapters 5, 6 and 10: "Once upon a ___": the live probe's five best guesses as bars, the
 // error as a pink bracket on how far "time" falls short of certain. In the scene, GPU 1
 // open with its four layers and the live step playing through them, the prompt as a tray
-// of text beside it.
+// of text beside it; in chapter 6 ("The model's guess") the guesses stand as bars over the
+// layers too, the error bracketed in pink.
 import { t } from '../i18n/lang.js';
 import { h, redrawer } from './figure.js';
 import { gpuCloseUp } from './closeup.js';
@@ -11,8 +12,9 @@ const MODEL_WORDS = { translate: 'no', lang: 'en' };
 
 export function enter(ctx) {
   const { figure, store } = ctx;
-  const promptNow = () => (store.state.step?.probe ?? store.state.lastProbe)?.prompt ?? null;
-  const gpu = gpuCloseUp(ctx, true, { layers: 4, stepping: true, prompt: promptNow });
+  const probeNow = () => store.state.step?.probe ?? store.state.lastProbe ?? null;
+  const guess = ctx.chapter?.id === 'guess' ? probeNow : null;
+  const gpu = gpuCloseUp(ctx, true, { layers: 4, stepping: true, prompt: () => probeNow()?.prompt ?? null, guess });
   const draw = redrawer(figure, (probe) => {
     const time = probe.top.find((g) => g.token === 'time');
     return [

@@ -11,8 +11,9 @@
  * many more layers, dashed, stopped over every GPU's box; `layer`: the bottom layer opened
  * over the GPU ({experts, k, route()}: layer3d.js); `split`: each GPU's experts of every
  * layer ({count, keep: [[lo, hi), ...]}), the rest dashed; `stack`: the pipeline's stages
- * by height over GPU 1 ({roles, memory()}: stack3d.js). */
-export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0, layer = null, split = null, stack = null } = {}) {
+ * by height over GPU 1 ({roles, memory()}: stack3d.js); `guess()`: the live probe, its
+ * guesses drawn as bars over the layers (guess3d.js). */
+export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0, layer = null, split = null, stack = null, guess = null } = {}) {
   let gpu = null;
   let left = false;
   let loading = null;
@@ -24,7 +25,7 @@ export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, ste
     loading = import('./gpu3d.js')
       .then((m) => {
         if (left) return;
-        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, prompt, pair, blocked, layer, split, stack });
+        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, prompt, pair, blocked, layer, split, stack, guess });
         if (bands) gpu?.setBands(bands);
         if (shown) gpu?.setLayers(shown);
         if (fill !== null) gpu?.setFill(fill);

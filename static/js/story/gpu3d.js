@@ -13,6 +13,7 @@ import * as THREE from 'three';
 import { t } from '../i18n/lang.js';
 import { disposeTree, textSprite } from '../scene/util.js';
 import { gpuBody, SLAB, WALL_H } from './body3d.js';
+import { GUESS_AT, showGuess } from './guess3d.js';
 import { OPEN_AT, openLayer } from './layer3d.js';
 import { mountPair, PAIR_X } from './pair3d.js';
 import { mountStack, STAGE_H } from './stack3d.js';
@@ -26,7 +27,7 @@ const DROP = { from: 1.6, s: 0.5 }; // a slab falls this far, over this long
 
 /** Mount the close-up on the stage: mountGpu3d({ getStage, store, reduced, open }) ->
  * { update(), leave(), info() }, or null when there is no 3D stage. */
-export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0, layer = null, split = null, stack = null }) {
+export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0, layer = null, split = null, stack = null, guess = null }) {
   const stage = getStage?.();
   const lay = stage?.layout?.();
   const g = lay?.gpus?.[0];
@@ -92,6 +93,8 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
   // lid, for a GPU stands on top.
   const stacked = stack ? mountStack({ root, roles: stack.roles, gpu1: body, memory: stack.memory, reduced, requestRender: () => stage.requestRender() }) : null;
   if (stacked) hinge.visible = false;
+  // Chapter 6: the live probe's guesses as bars over the layers, the error bracketed.
+  const guessed = guess ? showGuess({ parent: root, probe: guess }) : null;
   // Chapter 18: the bottom layer opened up over the GPU (layer3d.js).
   const opened = layer && slabs.length ? openLayer({ parent: root, slab: slabs[0], ...layer, reduced, requestRender: () => stage.requestRender() }) : null;
   // The layers a bigger model adds, dashed, on every GPU: they drop onto the top of the box
@@ -182,6 +185,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     body.setFill(f);
     twin?.fill(store.state.step?.memory?.[1]);
     stacked?.update();
+    guessed?.update();
     root.userData.memory = f;
     showPrompt();
   }
@@ -204,6 +208,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     ...(twin?.describe() ?? []),
     ...(opened?.describe() ?? []),
     ...(stacked?.describe() ?? []),
+    ...(guessed?.describe() ?? []),
     ...(tooBig.visible ? [{ name: 'doesnt-fit', box: boxOf(tooBig) }] : []),
   ];
   pose();
@@ -214,7 +219,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
   // Held while the chapter lasts, so a resize or a panel moving frames it again.
   const left = trays || prompt ? 4.3 : 2.6; // room for the trays beside it
   const right = pair ? PAIR_X + 2.8 : 2.6; // room for GPU 2 beside it
-  const top = Math.max(pair ? WALL_H + 1.6 : WALL_H + 1.2, blocked ? LID_SHUT + 0.8 + blocked * (SLAB.h + SLAB.gap) : 0, layer ? OPEN_AT + 2.0 : 0);
+  const top = Math.max(pair ? WALL_H + 1.6 : WALL_H + 1.2, blocked ? LID_SHUT + 0.8 + blocked * (SLAB.h + SLAB.gap) : 0, layer ? OPEN_AT + 2.0 : 0, guess ? GUESS_AT + 2.2 : 0);
   // Inside a layer, the view dives to the opened layer over the GPU's top.
   const rows = stack ? new Set(stack.roles.map((r) => r.stage)).size : 1;
   const wide = stack ? Math.max(...stack.roles.map((r) => stack.roles.filter((x) => x.stage === r.stage).length)) : 1;
@@ -248,7 +253,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
       fillMemory();
       stage.requestRender();
     },
-    info: () => ({ open: lift, lit: kind, memory: root.userData.memory, layers: shownLayers, landed: slabs.filter((s) => s.visible && s.userData.fall === 0).length, step: inside?.info() ?? null, prompt: promptSaid, pair: twin?.info() ?? null, blocked: stopped.filter((s) => s.userData.fall === 0).length, layer: opened?.info() ?? null, stack: stacked?.info() ?? null }),
+    info: () => ({ open: lift, lit: kind, memory: root.userData.memory, layers: shownLayers, landed: slabs.filter((s) => s.visible && s.userData.fall === 0).length, step: inside?.info() ?? null, prompt: promptSaid, pair: twin?.info() ?? null, blocked: stopped.filter((s) => s.userData.fall === 0).length, layer: opened?.info() ?? null, stack: stacked?.info() ?? null, guess: guessed?.info() ?? null }),
     leave() {
       cancelAnimationFrame(raf);
       off?.();
