@@ -921,6 +921,52 @@ def test_the_guess_stands_over_the_layers(page_at, web) -> None:
     assert watch.errors == [], watch.errors
 
 
+def test_one_step_colours_the_team_with_its_work(page_at, web) -> None:
+    """Chapter 26 colours every cell of the 64-GPU team with the work its GPU is doing at
+    that moment of the live step (its lane of the trace), under a legend."""
+    watch = _chapter(
+        page_at,
+        26,
+        "(() => { const f = window.trainingRun.story.figure;"
+        " return f && f.cells === 64"
+        " && f.kinds.some((k) => k === 'forward' || k === 'backward'); })()",
+    )
+    kinds = story(watch.page)["figure"]["kinds"]
+    assert set(kinds) <= {"forward", "backward", "wait", "update", "allreduce", "idle"}, kinds
+    assert watch.page.locator(".sf-kinds .sf-swatch").count() == 4
+    web.screenshot(watch.page, "story_one_step_1024")
+    assert watch.errors == [], watch.errors
+
+
+# What a chapter draws, for telling two pictures apart: the lasting pieces in the scene
+# (not what comes and goes with the step: the band, a bead), whether the field is up, and
+# the card figure's kinds of element and its words (numbers aside).
+PICTURE_JS = """(() => ({
+  scene: [...new Set(window.trainingRun.figure.map((p) => p.name)
+    .filter((n) => !/^(gpu\\d+-)?(band|ring|tick|readout|bead|copy|token|waiting)$/.test(n)))]
+    .sort(),
+  field: Boolean(window.trainingRun.field?.on),
+  card: [...new Set([...document.querySelectorAll('#story-figure *')]
+    .map((e) => String(e.className).replace(/ ?sf-k-\\w+/g, '')).filter(Boolean))].sort(),
+  words: document.getElementById('story-figure').textContent.replace(/[0-9.,%]+/g, '#'),
+}))()"""
+# The picture once it has settled: drawn (something in the card, the scene or the field) and
+# the same over ten frames running (the close-up mounts a moment after the card).
+SETTLED_JS = f"""() => new Promise((done) => {{
+  const seen = [];
+  const t0 = performance.now();
+  const look = () => {{
+    const p = JSON.stringify({PICTURE_JS});
+    seen.push(p);
+    const drawn = p !== JSON.stringify({{ scene: [], field: false, card: [], words: '' }});
+    const still = seen.length >= 10 && seen.slice(-10).every((x) => x === p);
+    if ((drawn && still) || performance.now() - t0 > 20000) done(JSON.parse(p));
+    else requestAnimationFrame(look);
+  }};
+  look();
+}})"""
+
+
 def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, web) -> None:
     story_server, recorded = story_server
     shots = shots_dir()
@@ -935,6 +981,7 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
     n_chapters = len(STORY["chapters"])
     assert story(page)["chapters"] == n_chapters
     seen: dict[str, dict] = {}
+    pictures: list[tuple[str, dict]] = []
     first_recorded = min(
         i for i, ch in enumerate(STORY["chapters"], 1) if ch["run"] in STORY["recorded"]
     )
@@ -945,11 +992,13 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
             page.keyboard.press("PageDown")
         s = check_chapter(page, n, watch, story_server, web)
         cid = s["chapterId"]
+        picture = None
         if cid in ("what-if", "together"):
             page.wait_for_function("window.trainingRun.story.figure !== null", timeout=WAIT_MS)
         elif cid == "bigger":
             page.wait_for_function("window.trainingRun.story.figure !== null")
             assert story(page)["figure"]["overflow"] is False
+            picture = page.evaluate(SETTLED_JS)  # the chapter's own picture, before "do it"
             page.keyboard.press(" ")  # "See if four more layers fit"
             page.wait_for_function("window.trainingRun.story.figure.overflow === true")
         elif cid in ("split", "back-to-back"):
@@ -980,12 +1029,17 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
         elif cid == "gpu-1":
             page.wait_for_function("window.trainingRun.field.on === false")
         seen[cid] = story(page)
+        pictures.append((cid, picture or page.evaluate(SETTLED_JS)))
         if shots:
             width = shots_size()["width"]
             page.screenshot(
                 path=str(shots / f"{n:02d}-{cid}-{width}.jpg"), quality=70, timeout=120_000
             )
         assert page.evaluate("new URL(location.href).searchParams.get('chapter')") == str(n)
+
+    # Each chapter draws something the one before it did not: in the scene or in the card.
+    same = [f"{a} -> {b}" for (a, p), (b, q) in zip(pictures, pictures[1:], strict=False) if p == q]
+    assert not same, f"chapters that draw the same picture as the one before: {same}"
 
     # The out-of-memory chapter: the walls overflow, in weights + gradients and optimizer.
     oom = seen["oom"]["figure"]

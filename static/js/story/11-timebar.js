@@ -1,5 +1,6 @@
 // Chapters 11, 12 and 15: the time bar: one step's simulated time, its compute and its
 // comparing (the all-reduce) from the step's trace, against one GPU's step when measured.
+// A chapter on a fresh run (12) says so over the bar: the step count from 0 again.
 import { t } from '../i18n/lang.js';
 import { TraceView } from '../scene/trace.js';
 import { fmtSeconds } from '../ui/format.js';
@@ -11,21 +12,26 @@ export function groups(store) {
   return s.step?.trace ? new TraceView(s.step.trace, { groups: kinds }).groupSeconds() : {};
 }
 
-export function enter({ figure, store, memo }) {
-  const draw = redrawer(figure, (now, one, g, gpus) => {
+export function enter({ figure, store, memo, chapter }) {
+  const fresh = Boolean(chapter?.fresh);
+  const draw = redrawer(figure, (now, one, g, gpus, step) => {
     const longest = Math.max(now, one ?? 0);
     const rows = [];
     if (one && gpus > 1) rows.push(bar(t('1 GPU'), one / longest, { cls: 'sf-one', text: fmtSeconds(one) }));
     rows.push(bar(t(['{n} GPU', '{n} GPUs'], { n: gpus }, gpus), now / longest, { cls: 'sf-now', text: fmtSeconds(now) }));
     if (g.allreduce) rows.push(bar(t('comparing'), g.allreduce / longest, { cls: 'sf-sync', text: fmtSeconds(g.allreduce) }));
-    return [h('div', { class: 'sf-bars' }, rows), h('p', { class: 'sf-legend', text: t('one step, simulated time') })];
+    return [
+      fresh ? h('p', { class: 'sf-fresh', text: t('A fresh run: step {step}, every weight random again', { step }) }) : null,
+      h('div', { class: 'sf-bars' }, rows),
+      h('p', { class: 'sf-legend', text: t('one step, simulated time') }),
+    ];
   });
   const update = () => {
     const step = store.state.step;
     if (!step) return;
     const g = groups(store);
     const gpus = store.state.hello?.config?.gpus ?? 1;
-    draw([step.seq, memo.one?.sim_step], step.sim_step_s, memo.one?.sim_step, g, gpus);
+    draw([step.seq, memo.one?.sim_step], step.sim_step_s, memo.one?.sim_step, g, gpus, store.state.status?.step ?? step.step);
   };
   update();
   return { update, leave() {}, info: () => ({ now: store.state.step?.sim_step_s ?? null, one: memo.one?.sim_step ?? null }) };

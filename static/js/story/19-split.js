@@ -1,7 +1,7 @@
 // Chapters 19 and 20: the experts split: each GPU keeps its range (from the plan's roles),
 // the given-up half dashed; memory per GPU before and after, from the memory accounts. In
 // the scene, both GPUs with every layer's row of experts, each GPU's given-up half dashed
-// and a cut down every row.
+// and a cut down every row; in chapter 20 the tokens' numbers cross between them.
 import { t } from '../i18n/lang.js';
 import { gpuCloseUp } from './closeup.js';
 import { fmtBytes } from '../ui/format.js';
@@ -15,7 +15,9 @@ export function enter(ctx) {
   const mount = (roles, count) => {
     const keep = roles.slice(0, 2).map((r) => r.experts);
     if (gpus || keep.length < 2 || !keep.every((k) => k && k[1] - k[0] < count)) return;
-    gpus = gpuCloseUp(ctx, true, { layers: 4, pair: 'twin', split: { count, keep } });
+    // Chapter 20 ("Tokens travel"): tokens' numbers cross to the other GPU's experts.
+    const pair = ctx.chapter?.id === 'tokens-travel' ? 'travel' : 'twin';
+    gpus = gpuCloseUp(ctx, true, { layers: 4, pair, split: { count, keep } });
   };
   const draw = redrawer(figure, (roles, experts, before, now) => [
     h('div', { class: 'sf-row sf-pair' }, roles.slice(0, 2).map((r) => h('div', { class: 'sf-gpu' },
@@ -40,6 +42,6 @@ export function enter(ctx) {
   return {
     update,
     leave: () => gpus?.leave(),
-    info: () => ({ before: memo.dp2?.memory ?? null, now: store.state.step?.memory?.[0]?.total ?? null, split: Boolean(gpus?.info()) }),
+    info: () => ({ before: memo.dp2?.memory ?? null, now: store.state.step?.memory?.[0]?.total ?? null, split: Boolean(gpus?.info()), pair: gpus?.info()?.pair ?? null }),
   };
 }

@@ -1,21 +1,55 @@
 // Chapters 24-26: the 64-GPU team: a row per stage, a column per expert range (from the
-// plan's roles), GPU 1 lit; the step's measured bubble beside it.
+// plan's roles), GPU 1 lit. Chapter 24 ("Deeper") shows the stages two GPUs wide, the
+// model's depth first; chapter 25 ("Wider") every GPU of a stage; chapter 26 ("One step")
+// colours every cell with the work its GPU is doing at this moment of the live step (its
+// lane of the trace: forward, backward, waiting, the update), under a legend.
 import { t } from '../i18n/lang.js';
 import { h, redrawer } from './figure.js';
 import { stageGrid } from './21-stages.js';
+import { phaseOf } from './phases.js';
 
-export function enter({ figure, store }) {
+const DEEP = 2; // GPUs a stage, as chapter 24 draws it
+
+export function enter({ figure, store, chapter, getStage }) {
+  const id = chapter?.id;
   const draw = redrawer(figure, (roles, plan, cfg) => {
-    const copy0 = roles.filter((r) => r.dp < plan.ep);
+    let copy0 = roles.filter((r) => r.dp < plan.ep);
+    if (id === 'deeper') copy0 = copy0.filter((r) => copy0.filter((x) => x.stage === r.stage).indexOf(r) < DEEP);
     return [
-      h('p', { class: 'sf-legend', text: t("Pipeline parallelism · {pp} stages · experts split {ep} ways (cells: each GPU's experts of {experts})", { pp: plan.pp, ep: plan.ep, experts: cfg.experts }) }),
+      id === 'deeper'
+        ? h('p', { class: 'sf-legend', text: t('Pipeline parallelism · {pp} stages of {per} GPUs: {gpus} in all · {layers} layers fit', { pp: plan.pp, per: DEEP, gpus: plan.pp * DEEP, layers: cfg.n_layer }) })
+        : h('p', { class: 'sf-legend', text: t("Pipeline parallelism · {pp} stages · experts split {ep} ways (cells: each GPU's experts of {experts})", { pp: plan.pp, ep: plan.ep, experts: cfg.experts }) }),
       stageGrid(copy0, null, { compact: true }),
+      id === 'one-step'
+        ? h('p', { class: 'sf-legend sf-kinds' }, ...['forward', 'backward', 'wait', 'update'].flatMap((k) => [h('i', { class: `sf-swatch sf-k-${k}` }), ` ${{ forward: t('forward pass'), backward: t('backward pass'), wait: t('waiting'), update: t('update') }[k]}  `]))
+        : null,
     ];
   });
+  // Chapter 26: each cell in the colour of its GPU's work, frame by frame.
+  const cells = () => [...figure.querySelectorAll('.sf-cell')];
+  const off = id === 'one-step'
+    ? getStage?.()?.onUpdate?.((frame) => {
+      const roles = store.state.hello?.roles ?? [];
+      const copy0 = roles.filter((r) => r.dp < (store.state.hello?.plan?.ep ?? 1));
+      const order = [...new Set(copy0.map((r) => r.stage))].sort((a, b) => b - a).flatMap((st) => copy0.filter((r) => r.stage === st));
+      cells().forEach((cell, i) => {
+        const kind = frame?.lane?.(order[i]?.gpu)?.kind ?? null;
+        const k = kind === 'wait' ? 'wait' : phaseOf(kind)?.phase ?? 'idle';
+        if (cell.dataset.kind !== k) {
+          cell.dataset.kind = k;
+          cell.className = cell.className.replace(/ ?sf-k-\w+/g, '') + ` sf-k-${k}`;
+        }
+      });
+    })
+    : null;
   const update = () => {
     const s = store.state;
     if (s.hello?.roles) draw([s.hello.run_id], s.hello.roles, s.hello.plan, s.hello.config);
   };
   update();
-  return { update, leave() {} };
+  return {
+    update,
+    leave: () => off?.(),
+    info: () => ({ cells: cells().length, kinds: [...new Set(cells().map((c) => c.dataset.kind).filter(Boolean))].sort() }),
+  };
 }

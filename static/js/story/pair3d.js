@@ -7,7 +7,9 @@
 // (GPU 1's lane of the trace) a bead of gradients leaves each layer of both GPUs, the two
 // meet in the gap, merge into one and go back to both. With reduced motion the copy is
 // simply done and the beads sit merged in the gap while the all-reduce lasts. 'twin': the
-// two GPUs side by side, equal, for what the chapter adds to both.
+// two GPUs side by side, equal, for what the chapter adds to both. 'travel': as 'twin', and at
+// each exchange of tokens with the experts (the all-to-all) a bead of each GPU's numbers
+// crosses to the other GPU and comes back.
 
 import * as THREE from 'three';
 import { t } from '../i18n/lang.js';
@@ -34,7 +36,7 @@ function dashed(geometry, colour) {
 /**
  * mountPair({root, layers, mode, reduced, requestRender}) -> {frame(f), fill(memory), replay(), info(), describe(), dispose()}
  * @param root the close-up's group (GPU 1 at its origin); layers GPU 1's slabs, all landed
- * @param mode 'copy' | 'apart' | 'together' | 'twin'
+ * @param mode 'copy' | 'apart' | 'together' | 'twin' | 'travel'
  */
 export function mountPair({ root, layers, mode, reduced, requestRender }) {
   const group = new THREE.Group();
@@ -88,16 +90,20 @@ export function mountPair({ root, layers, mode, reduced, requestRender }) {
     group.add(frameBox, tag, words);
     body.slabMat.color.setHex(OTHER_TONE);
   }
-  if (mode === 'together') {
-    const words = textSprite(t('Data parallelism · copies share the work'), { height: 0.32, bg: 'rgba(8,13,24,0.9)' });
-    words.position.set(GAP, WALL_H + 1.1, 0);
-    group.add(words);
+  // What the pair is doing, over it.
+  const doing = { together: () => t('Data parallelism · copies share the work'), travel: () => t('Tokens cross to the experts on the other GPU, and back') }[mode];
+  const caption = doing ? textSprite(doing(), { height: 0.32, bg: 'rgba(8,13,24,0.9)' }) : null;
+  if (caption) {
+    caption.position.set(GAP, WALL_H + (mode === 'travel' ? 1.9 : 1.1), 0); // over the split's name
+    group.add(caption);
   }
 
-  // 'together': the beads, one from each GPU's layer, meeting in the gap.
-  const beadMat = new THREE.MeshBasicMaterial({ color: cssColour('--allreduce', '#56b4e9') });
+  // 'together': the beads, one from each GPU's layer, meeting in the gap. 'travel': the
+  // tokens' numbers, one from each GPU's layer, crossing to the experts on the other GPU.
+  const travel = mode === 'travel';
+  const beadMat = new THREE.MeshBasicMaterial({ color: travel ? cssColour('--experts', '#f0e442') : cssColour('--allreduce', '#56b4e9') });
   const beadGeo = new THREE.SphereGeometry(0.13, 12, 8);
-  const beads = mode === 'together'
+  const beads = mode === 'together' || travel
     ? layers.map((slab) => [0, 1].map(() => {
       const bead = new THREE.Mesh(beadGeo, beadMat);
       bead.position.y = slab.userData.rest;
@@ -162,7 +168,10 @@ export function mountPair({ root, layers, mode, reduced, requestRender }) {
     body.light(f?.lane?.(1)?.kind ?? null);
     if (!beads.length) return;
     const now = performance.now();
-    const inAllReduce = phaseOf(f?.lane?.(0)?.kind)?.phase === 'allreduce' || phaseOf(f?.phase)?.phase === 'allreduce';
+    const kind = f?.lane?.(0)?.kind;
+    const inAllReduce = travel
+      ? kind === 'all_to_all' || f?.phase === 'all_to_all'
+      : phaseOf(kind)?.phase === 'allreduce' || phaseOf(f?.phase)?.phase === 'allreduce';
     if (inAllReduce && !wasIn && burst === null) burst = now;
     wasIn = inAllReduce;
     let p = burst === null ? null : (now - burst) / BURST_MS;
@@ -170,14 +179,17 @@ export function mountPair({ root, layers, mode, reduced, requestRender }) {
     if (reduced()) p = inAllReduce ? 0.5 : null; // merged in the gap while it lasts
     beadAt = p;
     if (p !== null) beadFrames += 1;
-    // Out to the gap (to 0.45), merged there (to 0.55), and back to both GPUs.
+    // Out to the gap (to 0.45), merged there (to 0.55), and back to both GPUs; travelling,
+    // across to the other GPU and back, never merged.
     const out = p === null ? 0 : p < 0.45 ? ease(p / 0.45) : p < 0.55 ? 1 : 1 - ease((p - 0.55) / 0.45);
-    const merged = p !== null && p >= 0.45 && p < 0.55;
+    const merged = !travel && p !== null && p >= 0.45 && p < 0.55;
+    const reach = travel ? PAIR_X - SLAB.w : GAP - SLAB.w / 2; // how far a bead goes
     for (const [a, b] of beads) {
       a.visible = p !== null;
       b.visible = p !== null && !merged;
-      a.position.x = SLAB.w / 2 + (GAP - SLAB.w / 2) * out;
-      b.position.x = PAIR_X - SLAB.w / 2 - (PAIR_X - SLAB.w / 2 - GAP) * out;
+      a.position.x = SLAB.w / 2 + reach * out;
+      b.position.x = PAIR_X - SLAB.w / 2 - reach * out;
+      if (travel) b.position.z = a.position.z + 0.3; // two lanes, to pass each other
       a.scale.setScalar(merged ? 1.4 : 1);
     }
   }
@@ -205,6 +217,7 @@ export function mountPair({ root, layers, mode, reduced, requestRender }) {
       ...threads.filter((x) => x.visible).map((x) => ({ name: 'thread', box: boxOf(x) })),
       ...(sign ? [{ name: 'sign', box: boxOf(sign) }] : []),
       ...(frameBox ? [{ name: 'what-if', box: boxOf(frameBox) }] : []),
+      ...(caption ? [{ name: 'caption', box: boxOf(caption) }] : []),
       ...beads.flat().filter((x) => x.visible).map((x) => ({ name: 'bead', box: boxOf(x) })),
     ],
     /** Stop the copy's clock (the close-up disposes of the pieces with its own). */

@@ -5,16 +5,7 @@
 import * as THREE from 'three';
 import { textSprite } from '../scene/util.js';
 
-/** The phases of a step, the trace kinds in each, and the page's colour variable for each. */
-const PHASES = [
-  { phase: 'forward', kinds: /^forward/, colour: '--forward' },
-  { phase: 'backward', kinds: /^backward/, colour: '--backward' },
-  { phase: 'allreduce', kinds: /allreduce|reduce_scatter|all_gather/, colour: '--allreduce' },
-  { phase: 'update', kinds: /^(optimizer|update)/, colour: '--update' },
-];
-
-/** The phase a trace kind belongs to, with its colour variable: {phase, colour}, or null. */
-export const phaseOf = (kind) => (kind ? PHASES.find((p) => p.kinds.test(kind)) ?? null : null);
+export { phaseOf } from './phases.js';
 
 /** A colour variable of the page as a three.js colour (the fallback where it is unset). */
 export function cssColour(name, fallback) {
