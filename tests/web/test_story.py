@@ -977,9 +977,11 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
     watch = web.open_page(browser, story_server.url, query, reduced_motion="reduce", **size)
     page = watch.page
     page.set_default_timeout(120_000)
-    page.wait_for_function("window.trainingRun.stageReady")
     n_chapters = len(STORY["chapters"])
-    assert story(page)["chapters"] == n_chapters
+    # The stage and the story's chapters load side by side: wait for both.
+    page.wait_for_function(
+        f"window.trainingRun.stageReady && window.trainingRun.story.chapters === {n_chapters}"
+    )
     seen: dict[str, dict] = {}
     pictures: list[tuple[str, dict]] = []
     first_recorded = min(
