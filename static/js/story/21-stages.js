@@ -18,7 +18,7 @@ export function stageGrid(roles, memory, { compact = false } = {}) {
       h('span', { class: 'sf-stage-gpus' }, row.map((r) => {
         const m = memory?.[r.gpu];
         const fits = m && m.total <= m.capacity;
-        return h('b', { class: `sf-cell${r.gpu === 0 ? ' sf-lit' : ''}`, title: m ? fmtBytes(m.total) : '' }, compact ? (r.experts[1] ? span(r.experts) : '') : [t('GPU {n}', { n: r.gpu + 1 }), fits ? ' ✓' : null]);
+        return h('b', { class: `sf-cell${r.gpu === 0 ? ' sf-lit' : ''}`, title: m ? fmtBytes(m.total) : '', 'data-gpu': String(r.gpu) }, compact ? (r.experts[1] ? span(r.experts) : '') : [t('GPU {n}', { n: r.gpu + 1 }), fits ? ' ✓' : null]);
       })),
     );
   }));

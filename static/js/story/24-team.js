@@ -25,31 +25,31 @@ export function enter({ figure, store, chapter, getStage }) {
         : null,
     ];
   });
-  // Chapter 26: each cell in the colour of its GPU's work, frame by frame.
-  const cells = () => [...figure.querySelectorAll('.sf-cell')];
+  // Chapter 26: each cell in the colour of its GPU's work, frame by frame (the cells are
+  // read once a drawing, not every frame).
+  let cells = [];
   const off = id === 'one-step'
     ? getStage?.()?.onUpdate?.((frame) => {
-      const roles = store.state.hello?.roles ?? [];
-      const copy0 = roles.filter((r) => r.dp < (store.state.hello?.plan?.ep ?? 1));
-      const order = [...new Set(copy0.map((r) => r.stage))].sort((a, b) => b - a).flatMap((st) => copy0.filter((r) => r.stage === st));
-      cells().forEach((cell, i) => {
-        const kind = frame?.lane?.(order[i]?.gpu)?.kind ?? null;
+      for (const cell of cells) {
+        const kind = frame?.lane?.(Number(cell.dataset.gpu))?.kind ?? null;
         const k = kind === 'wait' ? 'wait' : phaseOf(kind)?.phase ?? 'idle';
         if (cell.dataset.kind !== k) {
+          cell.classList.remove(`sf-k-${cell.dataset.kind}`);
+          cell.classList.add(`sf-k-${k}`);
           cell.dataset.kind = k;
-          cell.className = cell.className.replace(/ ?sf-k-\w+/g, '') + ` sf-k-${k}`;
         }
-      });
+      }
     })
     : null;
   const update = () => {
     const s = store.state;
     if (s.hello?.roles) draw([s.hello.run_id], s.hello.roles, s.hello.plan, s.hello.config);
+    cells = [...figure.querySelectorAll('.sf-cell')];
   };
   update();
   return {
     update,
     leave: () => off?.(),
-    info: () => ({ cells: cells().length, kinds: [...new Set(cells().map((c) => c.dataset.kind).filter(Boolean))].sort() }),
+    info: () => ({ cells: cells.length, kinds: [...new Set(cells.map((c) => c.dataset.kind).filter(Boolean))].sort() }),
   };
 }

@@ -168,6 +168,7 @@ export function gpuBody({ layers = 0 } = {}) {
   // Each layer's experts as a row of cells on its front: those this GPU keeps in the
   // experts' yellow, the rest dark and dashed, and a red cut where the row is split.
   let expertRows = [];
+  let cut = null; // where one GPU's experts end
   function setExperts({ count, keep }) {
     const cv = document.createElement('canvas');
     cv.width = 32 * count;
@@ -199,10 +200,9 @@ export function gpuBody({ layers = 0 } = {}) {
     const x = -SLAB.w * 0.48 + (SLAB.w * 0.96 * edge) / count;
     const y0 = slabs[0].userData.rest - SLAB.h;
     const y1 = slabs[slabs.length - 1].userData.rest + SLAB.h;
-    const cut = new THREE.Mesh(new THREE.BoxGeometry(0.05, y1 - y0, 0.05), new THREE.MeshBasicMaterial({ color: 0xff6b6b }));
+    cut = new THREE.Mesh(new THREE.BoxGeometry(0.05, y1 - y0, 0.05), new THREE.MeshBasicMaterial({ color: 0xff6b6b }));
     cut.position.set(x, (y0 + y1) / 2, SLAB.d / 2 + 0.04);
     group.add(cut);
-    expertRows.cut = cut;
   }
 
   // Waiting (a pipeline's idle stage): a hatched veil over the GPU, and the word.
@@ -265,7 +265,7 @@ export function gpuBody({ layers = 0 } = {}) {
       ...blocked.filter((x) => x.visible).map((x) => ({ name: `${prefix}blocked`, box: boxOf(x) })),
       ...bandMeshes.map((x) => ({ name: `${prefix}${x.userData.over ? 'overflow' : 'band'}`, box: boxOf(x) })),
       ...expertRows.map((x) => ({ name: `${prefix}experts`, box: boxOf(x) })),
-      ...(expertRows.cut ? [{ name: `${prefix}cut`, box: boxOf(expertRows.cut) }] : []),
+      ...(cut ? [{ name: `${prefix}cut`, box: boxOf(cut) }] : []),
       ...(veil?.visible ? [{ name: `${prefix}waiting`, box: boxOf(veil) }] : []),
     ],
   };
