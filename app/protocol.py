@@ -213,6 +213,11 @@ class ProbeMsg(_Out):
     )
 
 
+class BatchTextMsg(_Out):
+    replica: int = Field(description="the data-parallel replica that read it (0-based)")
+    text: str = Field(description="one of the step's training texts, as its words")
+
+
 class PlanStatsMsg(_Out):
     """What the run's parallel plan cost in this step, measured (app/engine/report.py)."""
 
@@ -247,6 +252,11 @@ class StepFields(_Out):
     events: list[EventMsg] = Field(default_factory=list)
     plan_stats: PlanStatsMsg | None = Field(
         default=None, description="the plan's measured figures; null in older recorded frames"
+    )
+    texts: list[BatchTextMsg] = Field(
+        default_factory=list,
+        description="the first few texts of the step's batch, dealt over the copies in turn; "
+        "empty in older recorded frames",
     )
 
 

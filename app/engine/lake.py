@@ -42,6 +42,9 @@ from .corpus import generate_stories
 
 TOKEN_RE = re.compile(r"[A-Za-z0-9']+|[^\sA-Za-z0-9']")
 UNK = "<unk>"
+WORD_RE = re.compile(r"[A-Za-z0-9'<]")  # a token that starts a word (or is <unk>)
+OPENS = ("(", "[", "{")  # punctuation the next word stands against
+ENDS = (".", ",", "!", "?")  # a quote after these, before a small word, closes
 STORIES_PER_SHARD = 100
 MAX_VOCAB = 2000  # keeps the model small on a user's own (larger) text
 TEXT_SUFFIXES = {".txt", ".md", ".text", ".rst", ".csv", ".json", ".html", ".py", ""}
@@ -74,6 +77,24 @@ class Vocab:
 
     def decode(self, ids) -> list[str]:
         return [self.words[int(i)] for i in ids]
+
+    def text(self, ids) -> str:
+        """The tokens as a line of text: words spaced, punctuation against the word before,
+        an opening quote or bracket against the word after. A text may start inside a
+        quotation, so a quote there closes one where a sentence's end or a small word
+        ("asked") says so."""
+        words = self.decode(ids)
+        out, quoted, opened = "", False, False
+        for i, word in enumerate(words):
+            opens = word in OPENS
+            if word == '"':
+                after = words[i + 1] if i + 1 < len(words) else ""
+                closes = quoted or out.endswith(ENDS) and not after[:1].isupper()
+                opens, quoted = not closes, not closes
+            joined = not out or opened or not WORD_RE.match(word) and not opens
+            out += word if joined else " " + word
+            opened = opens
+        return out
 
 
 def _sha256(data: bytes) -> str:

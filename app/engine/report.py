@@ -119,6 +119,14 @@ class Probe:
 
 
 @dataclass
+class BatchText:
+    """One of the texts the step trained on, as words: which data-parallel replica read it."""
+
+    replica: int  # 0-based
+    text: str
+
+
+@dataclass
 class PlanStats:
     """What the step's parallel plan cost, measured on this step (small, for the wire)."""
 
@@ -149,6 +157,7 @@ class StepReport:
     probe: Probe | None = None
     events: list[Event] = field(default_factory=list)
     plan_stats: PlanStats = field(default_factory=PlanStats)
+    texts: list[BatchText] = field(default_factory=list)  # the batch's first few, as words
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -99,6 +99,7 @@ from .parallel import StepStats
 from .plan import Plan
 from .replicated import ReplicatedEngine
 from .report import (
+    BatchText,
     Diverged,
     Event,
     LoaderStats,
@@ -116,6 +117,7 @@ from .timing import get_preset
 from .trace import StepTrace, bytes_by_kind
 
 PROBE_PROMPT = "Once upon a"
+TEXTS = 4  # texts of each step's batch the report carries, as words
 
 __all__ = ["DataError", "Diverged", "RunDirError", "Trainer"]
 
@@ -482,7 +484,17 @@ class Trainer:
             probe=probe,
             events=events,
             plan_stats=self._plan_stats(trace),
+            texts=self._texts(batch.idx),
         )
+
+    def _texts(self, idx: np.ndarray) -> list[BatchText]:
+        """The first TEXTS of the batch's sequences as words, dealt over its copies in turn
+        (copy 0's first, copy 1's first, ..., copy 0's second): what the story's trays show."""
+        copies, each = idx.shape[0], idx.shape[1]
+        return [
+            BatchText(replica=i % copies, text=self.lake.vocab.text(idx[i % copies, i // copies]))
+            for i in range(min(TEXTS, copies * each))
+        ]
 
     def _forward_backward(self, idx: np.ndarray, targets: np.ndarray):
         """The step's passes on every GPU: each GPU's loss and the engine's work record (a

@@ -189,3 +189,33 @@ def test_checkpoint_now_and_keep_last_n(tmp_path):
 def test_optimiser_settings_that_cannot_train_are_refused(field, value):
     with pytest.raises(ValueError, match=field):
         RunConfig(**{field: value})
+
+
+def test_step_report_carries_the_texts_each_copy_trained_on(tmp_path):
+    """The report names the first texts of the step's batch as words, dealt over the
+    data-parallel copies in turn: exactly the token ids each copy's batch held."""
+    t = Trainer(RunConfig(**SMALL, checkpoint_every=0), tmp_path)
+    try:
+        r = t.train_step()
+        t.loader.seek(0)  # the data's order is fixed by the seed: step 1's batch again
+        first, _ = t.loader.next()
+    finally:
+        t.close()
+    assert [x.replica for x in r.texts] == [0, 1, 2, 3]
+    for x in r.texts:
+        words = t.lake.vocab.decode(first.idx[x.replica, 0])
+        assert x.text.replace(" ", "") == "".join(words), (x.text, words)
+
+
+def test_texts_read_as_sentences() -> None:
+    """Words are spaced, punctuation stands against the word before, an opening quote or
+    bracket against the word after, and a quote a text starts inside is closed."""
+    from app.engine.lake import Vocab
+
+    words = ["<unk>", "Once", "upon", "a", "time", ",", ".", '"', "(", ")", "said", "it", "?"]
+    v = Vocab(words + ["asked", "Hi", "x"])
+    ids = {w: i for i, w in enumerate(v.words)}
+    line = lambda s: v.text([ids[w] for w in s.split("|")])  # noqa: E731
+    assert line('Once|upon|a|time|,|x|said|,|"|Hi|.|"') == 'Once upon a time, x said, "Hi."'
+    assert line('it|?|"|asked|x|.|(|x|)') == 'it?" asked x. (x)'
+    assert line('"|Hi|.|"|said|x') == '"Hi." said x'
