@@ -196,6 +196,8 @@ export function installTestHook({ store, getStage, actions, labels, tour, story 
     // Each GPU's role in the plan ({gpu, stage, experts: [lo, hi), ...}), from hello.
     roles: () => JSON.parse(JSON.stringify(s().hello?.roles ?? [])),
     planStats: () => (s().step?.plan_stats ? JSON.parse(JSON.stringify(s().step.plan_stats)) : null),
+    // The texts the step on screen trained on, as words: [{replica, text}].
+    stepTexts: () => JSON.parse(JSON.stringify(s().step?.texts ?? [])),
     // The kinds of event in the step on screen's trace, sorted: ['allreduce', 'p2p', ...].
     stepTraceKinds: () => {
       const t = s().step?.trace;

@@ -437,7 +437,9 @@ def test_gpu_one_opens_up_close_in_the_scene(page_at, web) -> None:
     account and the strip lights with the work of the step playing. In chapter 4 the GPU
     stays open and four layers drop in as slabs between the walls, one by one, the walls
     filling with each to near the top tick, hairlines over the top slab for the layers a
-    real model adds. Chapter 5 keeps them, with the live probe's prompt on a tray."""
+    real model adds. Chapter 5 keeps them, with the batch as four trays of text at the GPU's
+    door: the top one the live probe's prompt, its tokens entering the door as a step
+    begins, the others the texts the live step trained on."""
     watch = page_at("?story=one-gpu&chapter=1", viewport={"width": 1024, "height": 768})
     page = watch.page
     page.wait_for_function(
@@ -508,16 +510,28 @@ def test_gpu_one_opens_up_close_in_the_scene(page_at, web) -> None:
     assert 0.5 < story(page)["figure"]["memory"] <= 1, story(page)["figure"]
     web.screenshot(page, "story_gpu_layers_1024")
 
-    # Chapter 5: the layers stay in place, and the prompt the live probe asks about lies
-    # on a tray of text beside the GPU, in the model's own words.
+    # Chapter 5: the layers stay in place, and the batch waits on four trays at the GPU's
+    # door, the top one the prompt the live probe asks about, in the model's own words.
     page.keyboard.press("PageDown")
     page.wait_for_function(
         "window.trainingRun.story.chapter === 5 && window.trainingRun.story.figure"
-        " && window.trainingRun.story.figure.prompt"
+        " && window.trainingRun.story.figure.batch"
     )
     page.wait_for_function("window.trainingRun.story.figure.landed === 4")
-    assert story(page)["figure"]["prompt"] == "Once upon a"
-    assert len(_pieces(page)["tray"]) == 1
+    # The other trays read the live step's texts (GPU 1's), each cut to its first words.
+    page.wait_for_function(SAME_TEXTS.replace("{i}", "0").replace("{replica}", "0"))
+    assert story(page)["figure"]["batch"][0]["texts"][0] == "Once upon a ___"
+    # As a step begins, the prompt's three tokens fly from the top tray into the door.
+    page.wait_for_function("window.trainingRun.story.figure.batch[0].entered >= 3", timeout=60_000)
+    at = {n: [p["box"] for p in page.evaluate("window.trainingRun.figure") if p["name"] == n]
+          for n in ("batch-tray", "door", "gpu")}  # fmt: skip
+    assert len(at["batch-tray"]) == 4 and len(at["door"]) == 1
+    door, gpu = at["door"][0], at["gpu"][0]
+    mid = [(t["min"][0] + t["max"][0]) / 2 for t in at["batch-tray"]]
+    assert all(x < door["min"][0] for x in mid), "the trays by the door"
+    assert door["max"][0] <= gpu["min"][0] + 0.3, "the door on the GPU's side"
+    tops = [t["max"][1] for t in at["batch-tray"]]
+    assert tops == sorted(tops, reverse=True), "a column of trays, the prompt on top"
     assert watch.errors == [], watch.errors
 
 
@@ -546,6 +560,17 @@ WATCH_STEP = """() => new Promise((done) => {
   };
   look();
 })"""
+
+
+# The trays of batch {i} read the step's texts of replica {replica}, each from its first word
+# (the prompt's tray aside): a JS expression, true once they match.
+SAME_TEXTS = """(() => {
+  const b = window.trainingRun.story.figure?.batch?.[{i}];
+  const own = window.trainingRun.stepTexts.filter((x) => x.replica === {replica})
+    .map((x) => x.text.replace(/^[.,!?;:]+\\s*/, ''));
+  const shown = (b?.texts ?? []).filter((x) => x && !x.startsWith('Once upon a '));
+  return shown.length > 0 && shown.every((w, k) => own[k]?.startsWith(w.replace(/ …$/, '')));
+})()"""
 
 
 def phases_from(seen: list[dict], phase: str) -> int:
@@ -614,6 +639,14 @@ def test_the_step_plays_inside_gpu_one(page_at, web) -> None:
     assert {"forward", "backward", "update"} <= {x["phase"] for x in again}
     assert story(page)["figure"]["step"]["steps"] >= 1
     assert _pieces(page).get("microbatch") is None, "no trays before the microbatches chapter"
+    # Once the backward pass has noted the texts' gradients, the prompt's blank is filled
+    # with what the text said and every text has its tick.
+    page.wait_for_function(
+        "(() => { const b = window.trainingRun.story.figure.batch[0];"
+        " return b.ticks === 4 && b.texts[0] === 'Once upon a time'; })()",
+        timeout=60_000,
+    )
+    assert len(_pieces(page)["text-tick"]) == 4
 
     # Chapter 9: the two microbatches as trays beside the GPU, each lit in turn while its
     # pass climbs and comes down; none lit during the update.
@@ -629,16 +662,25 @@ def test_the_step_plays_inside_gpu_one(page_at, web) -> None:
     assert all(x["tray"] == -1 for x in trays if x["phase"] == "update")
     web.screenshot(page, "story_microbatches_1024")
 
-    # Chapter 10 trains on inside GPU 1; chapter 11 puts it all away, flying out.
+    # Chapter 10 trains on inside GPU 1; chapter 11 times the step beside the batch's four
+    # texts; in chapter 12 (a fresh run) the trays are empty outlines, '+ more'.
     page.keyboard.press("PageDown")
     page.wait_for_function(
         "window.trainingRun.story.chapter === 10 && window.trainingRun.story.figure"
         " && window.trainingRun.story.figure.landed === 4"
     )
     page.keyboard.press("PageDown")
-    page.wait_for_function("window.trainingRun.cameraFlying === true")
     page.wait_for_function("window.trainingRun.story.chapter === 11")
-    page.wait_for_function("window.trainingRun.figure.length === 0")
+    page.wait_for_function(SAME_TEXTS.replace("{i}", "0").replace("{replica}", "0"))
+    assert story(page)["figure"]["batch"][0]["texts"][3], "four of the step's texts"
+    page.keyboard.press("PageDown")
+    page.wait_for_function(
+        "window.trainingRun.story.chapter === 12"
+        " && window.trainingRun.story.figure?.batch?.[0]?.dim && !window.trainingRun.cameraFlying"
+    )
+    fresh = _pieces(page)
+    assert len(fresh["batch-tray"]) == 4 and len(fresh["plus-more"]) == 1
+    assert story(page)["figure"]["batch"][0]["texts"] == [None] * 4
     assert watch.errors == [], watch.errors
 
 
@@ -708,6 +750,14 @@ def test_a_second_gpu_is_copied_beside_gpu_one(page_at, web) -> None:
     assert apart["mode"] == "apart" and apart["sign"] == "≠", apart
     page.wait_for_function("!window.trainingRun.cameraFlying")
     assert len(_pieces(page)["what-if"]) == 1 and len(_pieces(page)["gpu2-slab"]) == 4
+    # The batch's trays split, two under each GPU, each with the texts its own copy read.
+    page.wait_for_function(SAME_TEXTS.replace("{i}", "0").replace("{replica}", "0"))
+    page.wait_for_function(SAME_TEXTS.replace("{i}", "1").replace("{replica}", "1"))
+    trays = _pieces(page)["batch-tray"]
+    one, two = _pieces(page)["gpu"][0], _pieces(page)["gpu2-gpu"][0]
+    under = [[t for t in trays if g["left"] - 5 < (t["left"] + t["right"]) / 2 < g["right"] + 5
+              and t["top"] > g["top"]] for g in (one, two)]  # fmt: skip
+    assert [len(u) for u in under] == [2, 2], (trays, one, two)
 
     page.keyboard.press("PageDown")
     page.wait_for_function(

@@ -1,7 +1,7 @@
 // Chapters 5, 6 and 10: "Once upon a ___": the live probe's five best guesses as bars, the
 // error as a pink bracket on how far "time" falls short of certain. In the scene, GPU 1
-// open with its four layers and the live step playing through them, the prompt as a tray
-// of text beside it; in chapter 6 ("The model's guess") the guesses stand as bars over the
+// open with its four layers and the live step playing through them, the batch as trays of
+// text at its door, the top one the prompt, its tokens entering as each step begins; in chapter 6 ("The model's guess") the guesses stand as bars over the
 // layers too, the error bracketed in pink.
 import { t } from '../i18n/lang.js';
 import { h, redrawer } from './figure.js';
@@ -14,7 +14,7 @@ export function enter(ctx) {
   const { figure, store } = ctx;
   const probeNow = () => store.state.step?.probe ?? store.state.lastProbe ?? null;
   const guess = ctx.chapter?.id === 'guess' ? probeNow : null;
-  const gpu = gpuCloseUp(ctx, true, { layers: 4, stepping: true, prompt: () => probeNow()?.prompt ?? null, guess });
+  const gpu = gpuCloseUp(ctx, true, { layers: 4, stepping: true, batch: {}, prompt: () => probeNow()?.prompt ?? null, guess });
   const draw = redrawer(figure, (probe) => {
     const time = probe.top.find((g) => g.token === 'time');
     return [

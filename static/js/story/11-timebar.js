@@ -1,6 +1,9 @@
 // Chapters 11, 12 and 15: the time bar: one step's simulated time, its compute and its
 // comparing (the all-reduce) from the step's trace, against one GPU's step when measured.
-// A chapter on a fresh run (12) says so over the bar: the step count from 0 again.
+// A chapter on a fresh run (12) says so over the bar: the step count from 0 again. In the
+// scene GPU 1 stays open: in chapter 11 the step plays through it beside the batch's trays;
+// in chapter 12 the trays are empty outlines, '+ more', for the fresh run to fill.
+import { gpuCloseUp } from './closeup.js';
 import { t } from '../i18n/lang.js';
 import { TraceView } from '../scene/trace.js';
 import { fmtSeconds } from '../ui/format.js';
@@ -12,7 +15,8 @@ export function groups(store) {
   return s.step?.trace ? new TraceView(s.step.trace, { groups: kinds }).groupSeconds() : {};
 }
 
-export function enter({ figure, store, memo, chapter }) {
+/** The time bar in `figure`, without the scene (chapter 15 draws its own). */
+export function timeBar({ figure, store, memo, chapter }) {
   const fresh = Boolean(chapter?.fresh);
   const draw = redrawer(figure, (now, one, g, gpus, step) => {
     const longest = Math.max(now, one ?? 0);
@@ -34,5 +38,15 @@ export function enter({ figure, store, memo, chapter }) {
     draw([step.seq, memo.one?.sim_step], step.sim_step_s, memo.one?.sim_step, g, gpus, store.state.status?.step ?? step.step);
   };
   update();
-  return { update, leave() {}, info: () => ({ now: store.state.step?.sim_step_s ?? null, one: memo.one?.sim_step ?? null }) };
+  return { update, info: () => ({ now: store.state.step?.sim_step_s ?? null, one: memo.one?.sim_step ?? null }) };
+}
+
+export function enter(ctx) {
+  const gpu = gpuCloseUp(ctx, true, ctx.chapter?.fresh ? { layers: 4, batch: { dim: true } } : { layers: 4, stepping: true, batch: {} });
+  const bars = timeBar(ctx);
+  const update = () => {
+    gpu.update();
+    bars.update();
+  };
+  return { update, leave: gpu.leave, info: () => ({ ...bars.info(), ...gpu.info() }) };
 }

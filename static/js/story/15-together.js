@@ -3,7 +3,7 @@
 // leave both GPUs' layers at the live step's all-reduce, meet in the gap and go back.
 import { t } from '../i18n/lang.js';
 import { copies, h, redrawer } from './figure.js';
-import { enter as timebar } from './11-timebar.js';
+import { timeBar } from './11-timebar.js';
 import { gpuCloseUp } from './closeup.js';
 
 export function enter(ctx) {
@@ -16,7 +16,7 @@ export function enter(ctx) {
     copies(d.weights[0], d.weights[1]),
     h('p', { class: 'sf-sign-line' }, h('span', { class: 'sf-sign', text: '=' }), ` ${t('averaged gradients: {differing} weights differ', d)}`),
   ) : h('p', { class: 'sf-legend', text: t('Training two copies together on a side copy…') })));
-  const bars = timebar({ ...ctx, figure: bottom });
+  const bars = timeBar({ ...ctx, figure: bottom });
   const update = () => {
     pair.update();
     draw([Boolean(getDrift())], getDrift()?.together);

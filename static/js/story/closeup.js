@@ -2,10 +2,11 @@
 // page): the drawing (gpu3d.js) is imported once the 3D stage is up, which starts after
 // the socket, so a chapter may enter before it.
 
-/** gpuCloseUp(ctx, open, {layers, stepping, trays, prompt, pair}) -> { update(), setLayers(n), setFill(f), replay(), leave(), info() }:
+/** gpuCloseUp(ctx, open, {layers, stepping, trays, batch, prompt, pair, ...}) -> { update(), setLayers(n), setFill(f), replay(), leave(), info() }:
  * mounted now or on a later update; layers shown before it is up are shown when it is.
  * `stepping`: every layer in place, and the live step drawn through them (stepinside.js),
- * with `trays` microbatches as trays beside the GPU, or the live probe's `prompt()` as one.
+ * with `trays` microbatches as trays beside the GPU. `batch`: the batch as trays of text at
+ * the GPU's door ({answer, dim, split}: batch3d.js), the top one the live probe's `prompt()`.
  * `pair`: GPU 2 beside it (pair3d.js), its layers copied ('copy'), learning alone
  * ('apart'), averaging with GPU 1 ('together') or simply there ('twin'); `blocked`: that
  * many more layers, dashed, stopped over every GPU's box; `layer`: the bottom layer opened
@@ -13,7 +14,7 @@
  * layer ({count, keep: [[lo, hi), ...]}), the rest dashed; `stack`: the pipeline's stages
  * by height over GPU 1 ({roles, memory()}: stack3d.js); `guess()`: the live probe, its
  * guesses drawn as bars over the layers (guess3d.js). */
-export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0, layer = null, split = null, stack = null, guess = null } = {}) {
+export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, batch = null, prompt = null, pair = null, blocked = 0, layer = null, split = null, stack = null, guess = null } = {}) {
   let gpu = null;
   let left = false;
   let loading = null;
@@ -25,7 +26,7 @@ export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, ste
     loading = import('./gpu3d.js')
       .then((m) => {
         if (left) return;
-        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, prompt, pair, blocked, layer, split, stack, guess });
+        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, batch, prompt, pair, blocked, layer, split, stack, guess });
         if (bands) gpu?.setBands(bands);
         if (shown) gpu?.setLayers(shown);
         if (fill !== null) gpu?.setFill(fill);

@@ -17,7 +17,8 @@ import { GUESS_AT, showGuess } from './guess3d.js';
 import { OPEN_AT, openLayer } from './layer3d.js';
 import { mountPair, PAIR_X } from './pair3d.js';
 import { mountStack, STAGE_H } from './stack3d.js';
-import { boxOf, cssColour, tray } from './parts3d.js';
+import { batchTrays, TRAY } from './batch3d.js';
+import { boxOf, cssColour } from './parts3d.js';
 import { stepInside } from './stepinside.js';
 import { span } from './values.js';
 
@@ -27,7 +28,7 @@ const DROP = { from: 1.6, s: 0.5 }; // a slab falls this far, over this long
 
 /** Mount the close-up on the stage: mountGpu3d({ getStage, store, reduced, open }) ->
  * { update(), leave(), info() }, or null when there is no 3D stage. */
-export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0, prompt = null, pair = null, blocked = 0, layer = null, split = null, stack = null, guess = null }) {
+export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0, prompt = null, batch = null, pair = null, blocked = 0, layer = null, split = null, stack = null, guess = null }) {
   const stage = getStage?.();
   const lay = stage?.layout?.();
   const g = lay?.gpus?.[0];
@@ -63,7 +64,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
   for (const slab of slabs) slab.userData.fall = 1; // 1 above the lid, 0 landed
   let shownLayers = 0;
   // A chapter about the step, about two GPUs or inside a layer: every layer in place.
-  if (stepping || pair || layer || split) {
+  if (stepping || pair || layer || split || batch) {
     shownLayers = layers;
     for (const slab of slabs) {
       slab.visible = true;
@@ -163,18 +164,17 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     play();
   }
 
-  // The prompt the live probe asks about ("Once upon a ___"), as a tray of text at the GPU's
-  // side: the model's own words, in English on every page.
-  const promptTray = prompt ? tray(1.9, [-3.3, 0.1, 0.6]) : null;
-  let promptSaid = null;
-  if (promptTray) root.add(promptTray.mesh);
-  function showPrompt() {
-    const text = promptTray ? prompt() : null;
-    if (!text || text === promptSaid) return;
-    promptSaid = text;
-    promptTray.label(`${text} ___`, { y: 0.3, verbatim: true });
-    stage.requestRender();
-  }
+  // The batch as trays of text at the GPU's door (batch3d.js): the top one the prompt the
+  // live probe asks about, the others the live step's texts; split, two under each GPU of
+  // the pair, each GPU's own.
+  const texts = () => store.state.step?.texts ?? [];
+  const split2 = Boolean(batch?.split && twin);
+  const batches = batch
+    ? [
+        batchTrays({ parent: root, side: split2 ? 0 : -1, count: split2 ? 2 : 4, texts, prompt: split2 ? null : prompt, answer: batch.answer, dim: batch.dim, reduced }),
+        ...(split2 ? [batchTrays({ parent: root, x0: PAIR_X, side: 0, count: 2, texts, replica: 1, reduced })] : []),
+      ]
+    : [];
 
   // The fill: the chapter's share, else GPU 1's memory in use over its capacity, to
   // scale (a thin sliver for the tiny live model, never quite nothing).
@@ -187,7 +187,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     stacked?.update();
     guessed?.update();
     root.userData.memory = f;
-    showPrompt();
+    for (const b of batches) b.update();
   }
 
   // The strip: the colour of GPU 1's work at this moment of the step playing.
@@ -198,13 +198,15 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     twin?.frame(frame);
     opened?.frame();
     stacked?.frame(frame);
+    for (const b of batches) b.frame(frame);
+    if (batches.some((b) => b.moving())) stage.requestRender(); // the tokens' flight goes on
   });
 
   root.userData.describe = () => [
     ...body.describe(),
     { name: 'lid', box: boxOf(lid) },
     ...(inside?.describe() ?? []),
-    ...(promptTray ? [{ name: 'tray', box: boxOf(promptTray.mesh) }] : []),
+    ...batches.flatMap((b) => b.describe()),
     ...(twin?.describe() ?? []),
     ...(opened?.describe() ?? []),
     ...(stacked?.describe() ?? []),
@@ -217,8 +219,10 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
   stage.highlight?.(null); // the close-up is the subject: no outline of a part behind it
   // The dive: the camera flies in to the GPU (out again with the next chapter's view).
   // Held while the chapter lasts, so a resize or a panel moving frames it again.
-  const left = trays || prompt ? 4.3 : 2.6; // room for the trays beside it
+  const column = 2.35 + TRAY.w; // the batch's trays beside a GPU
+  const left = batch && !split2 ? column : trays ? 4.3 : 2.6; // room for the trays beside it
   const right = pair ? PAIR_X + 2.8 : 2.6; // room for GPU 2 beside it
+  const front = split2 ? 3.9 : 3.0; // room for the trays in front
   const top = Math.max(pair ? WALL_H + 1.6 : WALL_H + 1.2, blocked ? LID_SHUT + 0.8 + blocked * (SLAB.h + SLAB.gap) : 0, layer ? OPEN_AT + 2.0 : 0, guess ? GUESS_AT + 2.2 : 0);
   // Inside a layer, the view dives to the opened layer over the GPU's top.
   const rows = stack ? new Set(stack.roles.map((r) => r.stage)).size : 1;
@@ -227,7 +231,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     ? { min: [g.x - 5.4, 0, zFront - 1.6], max: [g.x + (wide - 1) * PAIR_X + 2.6, (rows - 1) * STAGE_H + WALL_H + 1.2, zFront + 2.0] } // the stages' names to the left
     : layer
     ? { min: [g.x - 3.6, WALL_H * 0.5, zFront - 1.0], max: [g.x + 2.6, top, zFront + 1.4] } // the router's name to the left
-    : { min: [g.x - left, 0, zFront - 1.6], max: [g.x + right, top, zFront + 3.0] };
+    : { min: [g.x - left, 0, zFront - 1.6], max: [g.x + right, top, zFront + front] };
   stage.holdView(box, { instant: reduced(), direction: [0.1, 0.42, 1], fill: 0.92 });
   placeSlabs();
   if (want !== lift || stopped.length) setOpen(want === 1);
@@ -253,7 +257,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
       fillMemory();
       stage.requestRender();
     },
-    info: () => ({ open: lift, lit: kind, memory: root.userData.memory, layers: shownLayers, landed: slabs.filter((s) => s.visible && s.userData.fall === 0).length, step: inside?.info() ?? null, prompt: promptSaid, pair: twin?.info() ?? null, blocked: stopped.filter((s) => s.userData.fall === 0).length, layer: opened?.info() ?? null, stack: stacked?.info() ?? null, guess: guessed?.info() ?? null }),
+    info: () => ({ open: lift, lit: kind, memory: root.userData.memory, layers: shownLayers, landed: slabs.filter((s) => s.visible && s.userData.fall === 0).length, step: inside?.info() ?? null, batch: batches.length ? batches.map((b) => b.info()) : null, pair: twin?.info() ?? null, blocked: stopped.filter((s) => s.userData.fall === 0).length, layer: opened?.info() ?? null, stack: stacked?.info() ?? null, guess: guessed?.info() ?? null }),
     leave() {
       cancelAnimationFrame(raf);
       off?.();
@@ -261,6 +265,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
       twin?.dispose();
       opened?.dispose();
       stacked?.dispose();
+      for (const b of batches) b.dispose();
       stage.holdView(null, { instant: reduced() }); // and out again: a flight, not a cut
       stage.removeOverlay(root);
       disposeTree(root);
