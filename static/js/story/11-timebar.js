@@ -1,6 +1,8 @@
 // Chapters 11, 12 and 15: the time bar: one step's simulated time, its compute and its
 // comparing (the all-reduce) from the step's trace, against one GPU's step when measured.
-// A chapter on a fresh run (12) says so over the bar: the step count from 0 again. In the
+// A chapter on a fresh run (12) says so over the bar once the run is seen starting over (the
+// step count from 0 again); come back to from a later chapter, the run goes on and it says
+// nothing of the kind. In the
 // scene GPU 1 stays open: in chapter 11 the step plays through it beside the batch's trays;
 // in chapter 12 the trays are empty outlines, '+ more', for the fresh run to fill.
 import { gpuCloseUp } from './closeup.js';
@@ -17,7 +19,7 @@ export function groups(store) {
 
 /** The time bar in `figure`, without the scene (chapter 15 draws its own). */
 export function timeBar({ figure, store, memo, chapter }) {
-  const fresh = Boolean(chapter?.fresh);
+  let fresh = false; // the run seen at its start since the chapter began
   const draw = redrawer(figure, (now, one, g, gpus, step) => {
     const longest = Math.max(now, one ?? 0);
     const rows = [];
@@ -25,7 +27,7 @@ export function timeBar({ figure, store, memo, chapter }) {
     rows.push(bar(t(['{n} GPU', '{n} GPUs'], { n: gpus }, gpus), now / longest, { cls: 'sf-now', text: fmtSeconds(now) }));
     if (g.allreduce) rows.push(bar(t('comparing'), g.allreduce / longest, { cls: 'sf-sync', text: fmtSeconds(g.allreduce) }));
     return [
-      fresh ? h('p', { class: 'sf-fresh', text: t('A fresh run: step {step}, every weight random again', { step }) }) : null,
+      fresh ? h('p', { class: 'sf-fresh', text: t('A fresh run: from step 0, every weight random again; now at step {step}', { step }) }) : null,
       h('div', { class: 'sf-bars' }, rows),
       h('p', { class: 'sf-legend', text: t('one step, simulated time') }),
     ];
@@ -33,9 +35,10 @@ export function timeBar({ figure, store, memo, chapter }) {
   const update = () => {
     const step = store.state.step;
     if (!step) return;
+    fresh ||= Boolean(chapter?.fresh) && (store.state.status?.step ?? step.step) <= 1;
     const g = groups(store);
     const gpus = store.state.hello?.config?.gpus ?? 1;
-    draw([step.seq, memo.one?.sim_step], step.sim_step_s, memo.one?.sim_step, g, gpus, store.state.status?.step ?? step.step);
+    draw([step.seq, memo.one?.sim_step, fresh], step.sim_step_s, memo.one?.sim_step, g, gpus, store.state.status?.step ?? step.step);
   };
   update();
   return { update, info: () => ({ now: store.state.step?.sim_step_s ?? null, one: memo.one?.sim_step ?? null }) };

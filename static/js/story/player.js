@@ -386,7 +386,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     active = true;
     box.hidden = false;
     document.body.classList.add('storying');
-    await show(at - 1, { forward: false });
+    await show(at - 1, { forward: true }); // opened at a chapter: it starts as told (a fresh run)
     return true;
   }
 
