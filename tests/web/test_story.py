@@ -698,6 +698,21 @@ def _chapter(page_at, n: int, ready: str):
     return watch
 
 
+def test_opening_the_story_at_a_fresh_chapter_starts_its_run_over(page_at, web) -> None:
+    """Chapter 12 says its run starts afresh. Opened there directly, on a run that has
+    already trained, the run is started over (a new run), and only then does the card call
+    it fresh."""
+    watch = _chapter(page_at, 11, "window.trainingRun.story.ready && window.trainingRun.step >= 3")
+    trained = watch.page.evaluate("window.trainingRun.runId")
+    watch.page.goto(watch.page.url.replace("chapter=11", "chapter=12"))
+    watch.page.wait_for_function(
+        "window.trainingRun.story?.chapter === 12 && document.querySelector('.sf-fresh')",
+        timeout=WAIT_MS,
+    )
+    assert watch.page.evaluate("window.trainingRun.runId") != trained
+    assert watch.errors == [], watch.errors
+
+
 def test_a_second_gpu_is_copied_beside_gpu_one(page_at, web) -> None:
     """Chapter 13 draws GPU 2 beside GPU 1 in the scene: a socket traced on the floor, GPU 2
     landing in it empty, then GPU 1's four layers copied across one at a time (a copy in
