@@ -4,23 +4,29 @@ copies really trained by the engine (app/engine/drift.py).
 
     GET /api/stories/one-gpu         the chapters, the runs they need, the scale figures
     GET /api/stories/one-gpu/drift   two copies after a few steps, apart and together
+    GET /api/stories/one-gpu/first-step/<run>
+                                     one step of a chapter's run on a side copy: what a later
+                                     chapter quotes of it when the page never watched it
 """
 
 from __future__ import annotations
 
 import json
 import math
+import tempfile
 import threading
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.engine import model as M
 from app.engine.config import RunConfig
 from app.engine.drift import drift
+from app.engine.trainer import Trainer
 from app.labs.hardware import GPUS
 from app.labs.memory import FP32_GRADS_BYTES_PER_PARAM, compute_memory
 from app.paths import SCENES_DIR
@@ -238,3 +244,49 @@ def get_drift(
     _known(story_id)
     with _drift_lock:  # one side copy at a time: the machine is shared with the live run
         return _drift(story_id, steps)
+
+
+_first_step_lock = threading.Lock()
+
+
+@cache
+def _first_step(config: RunConfig) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = Trainer(config.with_(checkpoint_every=0), tmp)
+        try:
+            r = trainer.train_step()
+        finally:
+            trainer.close()
+    return {
+        "step": r.step,
+        "memory": r.memory[0].total,
+        "sim_step": r.sim_step_s,
+        "bubble": r.plan_stats.bubble_fraction,
+        "tokens_per_gpu": r.tokens / config.dp,
+    }
+
+
+@router.get("/{story_id}/first-step/{run}")
+def get_first_step(
+    story_id: str,
+    run: Annotated[str, PathParam(pattern=r"^[a-z0-9-]{1,32}$")],
+    request: Request,
+) -> dict[str, Any]:
+    """The first step of one of the story's runs, trained on a side copy with the settings
+    the server would give that run (the class run's own, the story's cluster, model and
+    plan): GPU 1's memory, the step's simulated time, the pipeline's bubble, the tokens per
+    GPU. They hold at every step of the run (memory only in a dense run: routing to experts
+    moves the activations' peak), so a chapter can quote a run the page never watched
+    (opened directly at a later chapter). Computed once and kept; the story's recorded
+    (heavy) runs are not trained here."""
+    _known(story_id)
+    story = load_story(story_id)
+    if run not in story.runs:
+        raise HTTPException(404, f"story {story_id!r} has no run {run!r}")
+    if run in story.recorded:
+        raise HTTPException(404, f"run {run!r} is recorded, too heavy to train on a side copy")
+    runs = getattr(request.app.state, "runs", None)
+    base = runs.base_config() if runs is not None else RunConfig()
+    config, _ = side_run(f"{story_id}.{run}", base)
+    with _first_step_lock:  # one side copy at a time: the machine is shared with the live run
+        return {"run": run, **_first_step(config)}

@@ -29,6 +29,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from app.engine.config import RunConfig
 from app.engine.plan import plan_problems
+from app.engine.trainer import Trainer
 from app.paths import SCENES_DIR
 from app.routes import story as story_routes
 
@@ -107,6 +108,36 @@ def test_story_route_refuses_bad_input(client: TestClient) -> None:
     assert client.get("/api/stories/two-gpus").status_code == 404
     assert client.get("/api/stories/one-gpu/drift?steps=0").status_code == 422
     assert client.get("/api/stories/one-gpu/drift?steps=99").status_code == 422
+    assert client.get("/api/stories/one-gpu/first-step/nope").status_code == 404
+    assert client.get("/api/stories/one-gpu/first-step/Bad%20Run").status_code == 422
+    heavy = client.get(f"/api/stories/one-gpu/first-step/{STORY['recorded'][0]}")
+    assert heavy.status_code == 404 and "recorded" in heavy.json()["detail"]
+
+
+def test_a_runs_first_step_is_trained_on_a_side_copy(client: TestClient, tmp_path) -> None:
+    """What a later chapter quotes of an earlier chapter's run it never watched: that run's
+    first step, really trained with the settings the server gives it, and what the run
+    itself shows later: the pipeline's bubble and step time (pp4), GPU 1's memory (dp2)."""
+    firsts = {}
+    for key, quoted in (("pp4", ("bubble", "sim_step")), ("dp2", ("memory", "sim_step"))):
+        got = firsts[key] = client.get(f"/api/stories/one-gpu/first-step/{key}").json()
+        config, _ = story_routes.side_run(f"one-gpu.{key}", RunConfig())
+        trainer = Trainer(config.with_(checkpoint_every=0), tmp_path / key)
+        try:
+            trainer.train_step()
+            later = trainer.train_step()
+        finally:
+            trainer.close()
+        shown = {
+            "bubble": later.plan_stats.bubble_fraction,
+            "sim_step": later.sim_step_s,
+            "memory": later.memory[0].total,
+        }
+        assert got["run"] == key and got["step"] == 1
+        assert got["tokens_per_gpu"] == later.tokens / config.dp
+        for name in quoted:
+            assert got[name] == pytest.approx(shown[name], rel=1e-3), (key, name)
+    assert 0.3 < firsts["pp4"]["bubble"] < 0.7  # four stages, one microbatch: half waiting
 
 
 def test_a_broken_story_is_named(tmp_path, monkeypatch) -> None:
@@ -710,6 +741,20 @@ def test_opening_the_story_at_a_fresh_chapter_starts_its_run_over(page_at, web) 
         timeout=WAIT_MS,
     )
     assert watch.page.evaluate("window.trainingRun.runId") != trained
+    assert watch.errors == [], watch.errors
+
+
+def test_a_chapter_opened_directly_quotes_the_runs_before_it(page_at, web) -> None:
+    """Chapter 23 quotes the bubble chapter 22's run measured. Opened directly, the page
+    never watched that run: the server trains its first step on a side copy, and the
+    chapter is ready with the figure, not waiting for ever on "from … with one"."""
+    watch = page_at("?story=one-gpu&chapter=23", viewport={"width": 1024, "height": 768})
+    watch.page.wait_for_function(
+        "window.trainingRun.story?.chapter === 23 && window.trainingRun.story.ready",
+        timeout=90_000,
+    )
+    caption = story(watch.page)["caption"]
+    assert re.search(r"from \d+% with one", caption), caption
     assert watch.errors == [], watch.errors
 
 

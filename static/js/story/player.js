@@ -15,7 +15,7 @@
 import { say } from '../i18n/content.js';
 import { t, tr } from '../i18n/lang.js';
 import { NO_RUN_HERE, runRequests } from './request.js';
-import { PENDING, storyValues } from './values.js';
+import { PENDING, QUOTED_RUNS, storyValues } from './values.js';
 
 const STORY_IDS = ['one-gpu'];
 
@@ -167,6 +167,28 @@ export function mountStory(store, { getStage, actions, labels }) {
     refused = said;
     if (active) render();
   });
+  /** The figures of an earlier run the chapter quotes but this page never watched (opened
+   * at a later chapter): its first step, trained on a side copy by the server. What the
+   * page sees of the run itself, live, is kept in preference. */
+  const firstSteps = new Set();
+  function quoteEarlier() {
+    const runs = story.chapters.slice(0, index).map((c) => c.run);
+    for (const key of QUOTED_RUNS) {
+      if (memo[key] || firstSteps.has(key) || !runs.includes(key) || story.recorded?.includes(key)) continue;
+      firstSteps.add(key);
+      fetch(`/api/stories/${story.id}/first-step/${key}`)
+        .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`HTTP ${r.status}`))))
+        .then((first) => {
+          memo[key] ??= first;
+          if (active) render();
+        })
+        .catch((err) => {
+          firstSteps.delete(key); // asked again on the next chapter
+          console.warn(`the story's run ${key} could not be measured`, err);
+        });
+    }
+  }
+
   store.on('step', () => {
     remember();
     if (active) render();
@@ -318,6 +340,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     els.doBtn.hidden = !ch.do;
     els.doBtn.textContent = ch.do ? t('{label} (Space)', { label: say(ch.do.label) }) : '';
     ensureRun({ fresh: Boolean(ch.fresh && forward) });
+    quoteEarlier();
     if (store.state.hello) warmAhead();
     camera(ch);
     render();

@@ -11,6 +11,8 @@ import { bytes, loss, percent, seconds, unitsFor, whole } from '../i18n/units.js
 import { liveValues } from '../ui/live.js';
 
 export const PENDING = '…';
+// The earlier runs whose figures a caption quotes (memo.<key> below).
+export const QUOTED_RUNS = ['one', 'dp2', 'pp4'];
 
 const EN = wordsFor('en');
 const ENGLISH = { t: EN.t, ...unitsFor(EN.num) };
