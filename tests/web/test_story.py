@@ -733,9 +733,10 @@ def test_opening_the_story_at_a_fresh_chapter_starts_its_run_over(page_at, web) 
     """Chapter 12 says its run starts afresh. Opened there directly, on a run that has
     already trained, the run is started over (a new run), and only then does the card call
     it fresh."""
-    watch = _chapter(page_at, 11, "window.trainingRun.story.ready && window.trainingRun.step >= 3")
-    trained = watch.page.evaluate("window.trainingRun.runId")
-    watch.page.goto(watch.page.url.replace("chapter=11", "chapter=12"))
+    before = _chapter(page_at, 11, "window.trainingRun.story.ready && window.trainingRun.step >= 3")
+    trained = before.page.evaluate("window.trainingRun.runId")
+    before.page.context.close()
+    watch = page_at("?story=one-gpu&chapter=12", viewport={"width": 1024, "height": 768})
     watch.page.wait_for_function(
         "window.trainingRun.story?.chapter === 12 && document.querySelector('.sf-fresh')",
         timeout=WAIT_MS,
@@ -1046,8 +1047,37 @@ def test_one_step_colours_the_team_with_its_work(page_at, web) -> None:
     kinds = story(watch.page)["figure"]["kinds"]
     assert set(kinds) <= {"forward", "backward", "wait", "update", "allreduce", "idle"}, kinds
     assert watch.page.locator(".sf-kinds .sf-swatch").count() == 4
+    # In the scene the same team is one block of GPUs, a row of 8 a stage stacked by height,
+    # each box in the colour of its GPU's work.
+    watch.page.wait_for_function(
+        "window.trainingRun.story.figure.team?.kinds.some((k) => k === 'forward'"
+        " || k === 'backward') && !window.trainingRun.cameraFlying",
+        timeout=60_000,
+    )
+    assert _team_rows(watch.page) == [8] * 8
     web.screenshot(watch.page, "story_one_step_1024")
+    # Chapter 24, two back, draws the stages two GPUs wide: the model's depth first.
+    watch.page.keyboard.press("PageUp")
+    watch.page.keyboard.press("PageUp")
+    watch.page.wait_for_function(
+        "window.trainingRun.story.chapter === 24 && window.trainingRun.story.figure?.team?.gpus"
+        " === 16 && !window.trainingRun.cameraFlying"
+    )
+    assert _team_rows(watch.page) == [2] * 8
     assert watch.errors == [], watch.errors
+
+
+def _team_rows(page) -> list[int]:
+    """The team block's GPUs in each row, bottom row first (rows by height in the scene),
+    each row's boxes side by side."""
+    boxes = [
+        p["box"] for p in page.evaluate("window.trainingRun.figure") if p["name"] == "team-gpu"
+    ]
+    rows: dict[float, list[float]] = {}
+    for b in boxes:
+        rows.setdefault(round(b["min"][1], 2), []).append(b["min"][0])
+    assert all(len(set(xs)) == len(xs) for xs in rows.values()), rows
+    return [len(rows[y]) for y in sorted(rows)]
 
 
 # What a chapter draws, for telling two pictures apart: the lasting pieces in the scene
@@ -1055,7 +1085,8 @@ def test_one_step_colours_the_team_with_its_work(page_at, web) -> None:
 # the card figure's kinds of element and its words (numbers aside).
 PICTURE_JS = """(() => ({
   scene: [...new Set(window.trainingRun.figure.map((p) => p.name)
-    .filter((n) => !/^(gpu\\d+-)?(band|ring|tick|readout|bead|copy|token|waiting)$/.test(n)))]
+    .filter((n) => !/^(gpu\\d+-)?(band|ring|tick|readout|bead|copy|token|text-tick|waiting)$/
+      .test(n)))]
     .sort(),
   field: Boolean(window.trainingRun.field?.on),
   card: [...new Set([...document.querySelectorAll('#story-figure *')]

@@ -2,16 +2,20 @@
 // plan's roles), GPU 1 lit. Chapter 24 ("Deeper") shows the stages two GPUs wide, the
 // model's depth first; chapter 25 ("Wider") every GPU of a stage; chapter 26 ("One step")
 // colours every cell with the work its GPU is doing at this moment of the live step (its
-// lane of the trace: forward, backward, waiting, the update), under a legend.
+// lane of the trace: forward, backward, waiting, the update), under a legend. In the scene,
+// the same team as one block of GPUs stacked by stage (team3d.js).
 import { t } from '../i18n/lang.js';
+import { teamCloseUp } from './closeup.js';
 import { h, redrawer } from './figure.js';
 import { stageGrid } from './21-stages.js';
 import { phaseOf } from './phases.js';
 
 const DEEP = 2; // GPUs a stage, as chapter 24 draws it
 
-export function enter({ figure, store, chapter, getStage }) {
+export function enter(ctx) {
+  const { figure, store, chapter, getStage } = ctx;
   const id = chapter?.id;
+  const block = teamCloseUp(ctx, { per: id === 'deeper' ? DEEP : 0, live: id === 'one-step' });
   const draw = redrawer(figure, (roles, plan, cfg) => {
     let copy0 = roles.filter((r) => r.dp < plan.ep);
     if (id === 'deeper') copy0 = copy0.filter((r) => copy0.filter((x) => x.stage === r.stage).indexOf(r) < DEEP);
@@ -42,6 +46,7 @@ export function enter({ figure, store, chapter, getStage }) {
     })
     : null;
   const update = () => {
+    block.update();
     const s = store.state;
     if (s.hello?.roles) draw([s.hello.run_id], s.hello.roles, s.hello.plan, s.hello.config);
     cells = [...figure.querySelectorAll('.sf-cell')];
@@ -49,7 +54,10 @@ export function enter({ figure, store, chapter, getStage }) {
   update();
   return {
     update,
-    leave: () => off?.(),
-    info: () => ({ cells: cells.length, kinds: [...new Set(cells.map((c) => c.dataset.kind).filter(Boolean))].sort() }),
+    leave: () => {
+      off?.();
+      block.leave();
+    },
+    info: () => ({ cells: cells.length, kinds: [...new Set(cells.map((c) => c.dataset.kind).filter(Boolean))].sort(), team: block.info() }),
   };
 }

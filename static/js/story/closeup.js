@@ -91,3 +91,37 @@ export function stackedCloseUp(ctx) {
     info: () => gpu?.info() ?? null,
   };
 }
+
+/** The 64-GPU team as one block (chapters 24 to 26: team3d.js), once its roles are here:
+ * `per` GPUs a stage (0: all), `live` each GPU in the colour of its work. { update(), leave(),
+ * info() }. */
+export function teamCloseUp({ getStage, store, reduced }, { per = 0, live = false } = {}) {
+  let team = null;
+  let left = false;
+  let loading = null;
+  const ensure = () => {
+    const h = store.state.hello;
+    if (team || left || loading || !getStage?.() || !(h?.plan?.pp > 1)) return team;
+    loading = import('./team3d.js')
+      .then((m) => {
+        if (!left) team = m.mountTeam({ stage: getStage(), roles: h.roles, plan: h.plan, config: h.config, per, live, reduced });
+      })
+      .catch((err) => {
+        left = true;
+        console.warn('the team could not be drawn', err);
+      })
+      .finally(() => {
+        loading = null;
+      });
+    return team;
+  };
+  ensure();
+  return {
+    update: () => ensure()?.update(),
+    leave() {
+      left = true;
+      team?.leave();
+    },
+    info: () => team?.info() ?? null,
+  };
+}
