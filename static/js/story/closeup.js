@@ -15,32 +15,17 @@
  * by height over GPU 1 ({roles, memory()}: stack3d.js); `guess()`: the live probe, its
  * guesses drawn as bars over the layers (guess3d.js). */
 export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, batch = null, prompt = null, pair = null, blocked = 0, layer = null, split = null, stack = null, guess = null } = {}) {
-  let gpu = null;
-  let left = false;
-  let loading = null;
   let shown = 0;
   let fill = null;
   let bands = null;
-  const ensure = () => {
-    if (gpu || left || loading || !getStage?.()) return gpu;
-    loading = import('./gpu3d.js')
-      .then((m) => {
-        if (left) return;
-        gpu = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, batch, prompt, pair, blocked, layer, split, stack, guess });
-        if (bands) gpu?.setBands(bands);
-        if (shown) gpu?.setLayers(shown);
-        if (fill !== null) gpu?.setFill(fill);
-      })
-      .catch((err) => {
-        left = true; // not tried again
-        console.warn('GPU 1 up close could not be drawn', err);
-      })
-      .finally(() => {
-        loading = null;
-      });
-    return gpu;
-  };
-  ensure();
+  const gpu = later(() => Boolean(getStage?.()), () => import('./gpu3d.js'), 'GPU 1 up close', (m) => {
+    const made = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, batch, prompt, pair, blocked, layer, split, stack, guess });
+    if (bands) made?.setBands(bands);
+    if (shown) made?.setLayers(shown);
+    if (fill !== null) made?.setFill(fill);
+    return made;
+  });
+  const ensure = gpu.ensure;
   return {
     update: () => ensure()?.update(),
     setLayers(n) {
@@ -58,12 +43,42 @@ export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, ste
       ensure()?.setBands(b);
     },
     /** Play GPU 2's copy again (pair 'copy'). */
-    replay: () => gpu?.replay(),
+    replay: () => gpu.made()?.replay(),
+    leave: gpu.leave,
+    info: () => gpu.made()?.info() ?? null,
+  };
+}
+
+/** A drawing mounted once `can()` holds and its module has loaded: `mount(module)` makes it
+ * (anything with leave()). { ensure() -> it or null, made(), leave() }; a module that cannot
+ * load is said once (`what`) and not tried again. */
+function later(can, load, what, mount) {
+  let made = null;
+  let left = false;
+  let loading = null;
+  const ensure = () => {
+    if (made || left || loading || !can()) return made;
+    loading = load()
+      .then((m) => {
+        if (!left) made = mount(m);
+      })
+      .catch((err) => {
+        left = true; // not tried again
+        console.warn(`${what} could not be drawn`, err);
+      })
+      .finally(() => {
+        loading = null;
+      });
+    return made;
+  };
+  ensure();
+  return {
+    ensure,
+    made: () => made,
     leave() {
       left = true;
-      gpu?.leave();
+      made?.leave();
     },
-    info: () => gpu?.info() ?? null,
   };
 }
 
@@ -96,32 +111,12 @@ export function stackedCloseUp(ctx) {
  * `per` GPUs a stage (0: all), `live` each GPU in the colour of its work. { update(), leave(),
  * info() }. */
 export function teamCloseUp({ getStage, store, reduced }, { per = 0, live = false } = {}) {
-  let team = null;
-  let left = false;
-  let loading = null;
-  const ensure = () => {
-    const h = store.state.hello;
-    if (team || left || loading || !getStage?.() || !(h?.plan?.pp > 1)) return team;
-    loading = import('./team3d.js')
-      .then((m) => {
-        if (!left) team = m.mountTeam({ stage: getStage(), roles: h.roles, plan: h.plan, config: h.config, per, live, reduced });
-      })
-      .catch((err) => {
-        left = true;
-        console.warn('the team could not be drawn', err);
-      })
-      .finally(() => {
-        loading = null;
-      });
-    return team;
-  };
-  ensure();
+  const hello = () => store.state.hello;
+  const team = later(() => Boolean(getStage?.()) && hello()?.plan?.pp > 1, () => import('./team3d.js'), 'the team', (m) =>
+    m.mountTeam({ stage: getStage(), roles: hello().roles, plan: hello().plan, config: hello().config, per, live, reduced }));
   return {
-    update: () => ensure()?.update(),
-    leave() {
-      left = true;
-      team?.leave();
-    },
-    info: () => team?.info() ?? null,
+    update: () => team.ensure()?.update(),
+    leave: team.leave,
+    info: () => team.made()?.info() ?? null,
   };
 }
