@@ -72,3 +72,12 @@ test('every tour text is said in German and Spanish, for one and for many', () =
     }
   }
 });
+
+test("a number written the language's way is left alone by the translator", () => {
+  // The scale field's buttons: num() writes 16.384 in German and Spanish, which the
+  // translator, reading English, would otherwise turn into 16,384 (sixteen point three).
+  assert.equal(de.num(16384), '16.384');
+  assert.equal(es.num(16384), '16.384');
+  assert.equal(es.num(4096), '4096');
+  assert.ok(de.made.has('16.384') && es.made.has('16.384'));
+});

@@ -42,7 +42,9 @@ export function wordsFor(code, words = {}) {
       const min = pct || typeof digits === 'number' ? n : 0;
       formats.set(key, new Intl.NumberFormat(locale, { style: pct ? 'percent' : 'decimal', minimumFractionDigits: min, maximumFractionDigits: n }));
     }
-    return Number.isFinite(Number(x)) ? formats.get(key).format(Number(x)) : '–';
+    // Written the language's way already: the translator must not read it as English again
+    // (4.096 in German is four thousand and ninety-six, not 4.096).
+    return Number.isFinite(Number(x)) ? keep(formats.get(key).format(Number(x))) : '–';
   }
   function t(key, values = {}, count) {
     const many = Array.isArray(key);
