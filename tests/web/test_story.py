@@ -1067,6 +1067,20 @@ def test_one_step_colours_the_team_with_its_work(page_at, web) -> None:
     assert watch.errors == [], watch.errors
 
 
+def test_the_story_ends_back_inside_gpu_one(page_at, web) -> None:
+    """Chapter 29 dives from the field back into GPU 1: open, the live step playing through
+    the 4 of 32 layers it holds, each with its experts (1–8 of 64) kept and the rest dashed,
+    and named over it."""
+    watch = _chapter(page_at, 29, "window.trainingRun.story.figure?.landed === 4")
+    pieces = _pieces(watch.page)
+    assert len(pieces["slab"]) == 4 and len(pieces["experts"]) == 4 and len(pieces["caption"]) == 1
+    assert "layers 1–4 of 32 · experts 1–8 of 64" in story(watch.page)["caption"].replace(
+        " and ", " · "
+    )
+    web.screenshot(watch.page, "story_gpu_one_again_1024")
+    assert watch.errors == [], watch.errors
+
+
 def _team_rows(page) -> list[int]:
     """The team block's GPUs in each row, bottom row first (rows by height in the scene),
     each row's boxes side by side."""

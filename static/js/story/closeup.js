@@ -13,13 +13,13 @@
  * over the GPU ({experts, k, route()}: layer3d.js); `split`: each GPU's experts of every
  * layer ({count, keep: [[lo, hi), ...]}), the rest dashed; `stack`: the pipeline's stages
  * by height over GPU 1 ({roles, memory()}: stack3d.js); `guess()`: the live probe, its
- * guesses drawn as bars over the layers (guess3d.js). */
-export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, batch = null, prompt = null, pair = null, blocked = 0, layer = null, split = null, stack = null, guess = null } = {}) {
+ * guesses drawn as bars over the layers (guess3d.js); `caption`: words over the GPU. */
+export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, stepping = false, trays = 0, batch = null, prompt = null, pair = null, blocked = 0, layer = null, split = null, stack = null, guess = null, caption = null } = {}) {
   let shown = 0;
   let fill = null;
   let bands = null;
   const gpu = later(() => Boolean(getStage?.()), () => import('./gpu3d.js'), 'GPU 1 up close', (m) => {
-    const made = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, batch, prompt, pair, blocked, layer, split, stack, guess });
+    const made = m.mountGpu3d({ getStage, store, reduced, open, layers, stepping, trays, batch, prompt, pair, blocked, layer, split, stack, guess, caption });
     if (bands) made?.setBands(bands);
     if (shown) made?.setLayers(shown);
     if (fill !== null) made?.setFill(fill);

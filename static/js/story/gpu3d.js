@@ -28,7 +28,7 @@ const DROP = { from: 1.6, s: 0.5 }; // a slab falls this far, over this long
 
 /** Mount the close-up on the stage: mountGpu3d({ getStage, store, reduced, open }) ->
  * { update(), leave(), info() }, or null when there is no 3D stage. */
-export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0, prompt = null, batch = null, pair = null, blocked = 0, layer = null, split = null, stack = null, guess = null }) {
+export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0, stepping = false, trays = 0, prompt = null, batch = null, pair = null, blocked = 0, layer = null, split = null, stack = null, guess = null, caption = null }) {
   const stage = getStage?.();
   const lay = stage?.layout?.();
   const g = lay?.gpus?.[0];
@@ -82,6 +82,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
       const keep = split.keep[i];
       if (!keep) return;
       b.setExperts({ count: split.count, keep });
+      if (caption) return; // the caption says what it keeps
       const range = span(keep);
       const kept = name(t('GPU {gpu} keeps experts {range}', { gpu: i + 1, range }), i ? PAIR_X : 0, 0.05, 2.45); // under its name
       kept.material.depthTest = false;
@@ -89,6 +90,14 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
       root.add(kept);
     });
     if (twin) root.add(name(t('Expert parallelism · the experts are split'), PAIR_X / 2, WALL_H + 1.3, 0));
+  }
+  // What the chapter says of this GPU, over it (chapter 29: its share of the team).
+  const said = caption ? textSprite(caption, { height: 0.36, bg: 'rgba(8,13,24,0.85)' }) : null;
+  if (said) {
+    said.position.set(0, WALL_H + 1.2, 0);
+    said.material.depthTest = false;
+    said.renderOrder = 10;
+    root.add(said);
   }
   // Chapters 21 to 23: the pipeline's stages stacked by height over GPU 1 (stack3d.js); no
   // lid, for a GPU stands on top.
@@ -212,6 +221,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
     ...(stacked?.describe() ?? []),
     ...(guessed?.describe() ?? []),
     ...(tooBig.visible ? [{ name: 'doesnt-fit', box: boxOf(tooBig) }] : []),
+    ...(said ? [{ name: 'caption', box: boxOf(said) }] : []),
   ];
   pose();
   fillMemory();
@@ -223,7 +233,7 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
   const left = batch && !split2 ? column : trays ? 4.3 : 2.6; // room for the trays beside it
   const right = pair ? PAIR_X + 2.8 : 2.6; // room for GPU 2 beside it
   const front = split2 ? 3.9 : 3.0; // room for the trays in front
-  const top = Math.max(pair ? WALL_H + 1.6 : WALL_H + 1.2, blocked ? LID_SHUT + 0.8 + blocked * (SLAB.h + SLAB.gap) : 0, layer ? OPEN_AT + 2.0 : 0, guess ? GUESS_AT + 2.2 : 0);
+  const top = Math.max(pair || caption ? WALL_H + 1.6 : WALL_H + 1.2, blocked ? LID_SHUT + 0.8 + blocked * (SLAB.h + SLAB.gap) : 0, layer ? OPEN_AT + 2.0 : 0, guess ? GUESS_AT + 2.2 : 0);
   // Inside a layer, the view dives to the opened layer over the GPU's top.
   const rows = stack ? new Set(stack.roles.map((r) => r.stage)).size : 1;
   const wide = stack ? Math.max(...stack.roles.map((r) => stack.roles.filter((x) => x.stage === r.stage).length)) : 1;
