@@ -142,7 +142,7 @@ function main() {
   mountAnnouncer(store);
   mountRewind(store); // drag back through the recorded run while the live one goes on
   mountChart(store, document.getElementById('loss-chart'));
-  const cards = mountCards(store);
+  const cards = mountCards(store, { getStage: () => stage });
   const labels = mountLabels(store, {
     container: document.getElementById('labels'),
     onOpen: (id, pin) => cards.open(id, pin),

@@ -127,11 +127,30 @@ def test_part_cards_show_description_and_live_numbers(page_at, web) -> None:
     facts = page.locator("#card-facts").inner_text()
     assert "8 (2 servers × 4)" in facts
     assert "memory used per GPU" in facts and " of 80 GB" in facts
+    # The card opens GPU 1 up close on the live run, with the story's own pieces: its
+    # layers between the walls and the live step playing through them; closing the card
+    # puts it away.
+    page.locator("#card-inside").click()
+    page.wait_for_function(
+        "window.trainingRun.figure.filter((p) => p.name === 'slab').length"
+        " === window.trainingRun.roles[0].layers[1] - window.trainingRun.roles[0].layers[0]"
+        " && window.trainingRun.figure.some((p) => p.name === 'band' || p.name === 'ring')",
+        timeout=30_000,
+    )
+    assert page.locator("#card-inside").get_attribute("aria-pressed") == "true"
+    page.locator("#card-inside").click()  # and put away again
+    page.wait_for_function("window.trainingRun.figure.length === 0")
 
     page.locator("#labels .label[data-part='ring']").click()
+    assert page.locator("#card-inside").is_hidden(), "only the GPU servers' card opens GPU 1"
     facts = page.locator("#card-facts").inner_text()
     assert "passes" in facts and "14" in facts  # 2 x (8 - 1) passes for 8 GPUs
 
+    # Closing the card puts GPU 1 away too.
+    page.locator("#labels .label[data-part='gpus']").click()
+    page.locator("#card-inside").click()
+    page.wait_for_function("window.trainingRun.figure.length > 0")
     page.keyboard.press("Escape")
     assert card.is_hidden() and web.tr(page, "card") is None
+    page.wait_for_function("window.trainingRun.figure.length === 0")
     assert w.errors == []

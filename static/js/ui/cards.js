@@ -1,8 +1,11 @@
 // Part cards: the name and one-line description from the scene data, what the part is and
 // why training a model needs it (also scene data), then the live numbers that part is
-// responsible for, refreshed on every step while the card is open.
+// responsible for, refreshed on every step while the card is open. The GPU servers' card
+// opens GPU 1 up close on the run this page watches, with the story's own pieces
+// (story/closeup.js): its layers, walls and the live step playing through them.
 
 import { say } from '../i18n/content.js';
+import { gpuCloseUp } from '../story/closeup.js';
 import { t } from '../i18n/lang.js';
 import { bytes, whole } from '../i18n/units.js';
 import { el, fmtBytes, fmtInt, fmtLoss } from './format.js';
@@ -85,7 +88,8 @@ function liveFacts(kind, store) {
   }
 }
 
-export function mountCards(store) {
+/** mountCards(store, {getStage}) -> {setParts, open, close, hover, current} */
+export function mountCards(store, { getStage = () => null } = {}) {
   const card = document.getElementById('card');
   const num = document.getElementById('card-number');
   const title = document.getElementById('card-title');
@@ -95,6 +99,26 @@ export function mountCards(store) {
   const whyText = document.getElementById('card-why-text');
   const facts = document.getElementById('card-facts');
   document.getElementById('card-close').addEventListener('click', () => close());
+  // GPU 1 up close, from the GPU servers' card: opened by its button, put away with the card.
+  const inside = el('button', { type: 'button', id: 'card-inside', class: 'card-action', hidden: '' }, t('Look inside GPU 1'));
+  facts.after(inside);
+  let closeUp = null;
+  function leaveInside() {
+    closeUp?.leave();
+    closeUp = null;
+    inside.setAttribute('aria-pressed', 'false');
+  }
+  inside.addEventListener('click', () => {
+    if (closeUp) return leaveInside();
+    const h = store.state.hello;
+    const held = h?.roles?.[0]?.layers;
+    const layers = held ? held[1] - held[0] : h?.config?.n_layer ?? 0;
+    if (!layers) return;
+    closeUp = gpuCloseUp({ getStage, store, reduced: () => store.state.reducedMotion }, true, { layers, stepping: true });
+    inside.setAttribute('aria-pressed', 'true');
+  });
+  store.on('step', () => closeUp?.update());
+  store.on('change:story', (on) => on && leaveInside()); // the story has GPU 1 of its own
 
   let parts = [];
   let current = null;
@@ -119,6 +143,7 @@ export function mountCards(store) {
     whatText.previousElementSibling.hidden = !part.what;
     whyText.previousElementSibling.hidden = !part.why;
     whyBox.hidden = !part.what && !part.why;
+    inside.hidden = kindOf(part) !== 'gpus' || Boolean(store.state.story);
     const rows = liveFacts(kindOf(part), store);
     // Static facts from the scene data come after the live ones.
     for (const f of part.facts ?? part.card?.facts ?? []) {
@@ -137,6 +162,7 @@ export function mountCards(store) {
 
   function open(id, pin = false) {
     if (!partById(id)) return;
+    if (id !== current) leaveInside();
     current = id;
     pinned = pinned || pin;
     card.hidden = false;
@@ -146,6 +172,7 @@ export function mountCards(store) {
   }
 
   function close() {
+    leaveInside();
     current = null;
     pinned = false;
     card.hidden = true;
