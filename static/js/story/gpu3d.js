@@ -230,8 +230,9 @@ export function mountGpu3d({ getStage, store, reduced, open = false, layers = 0,
   // The dive: the camera flies in to the GPU (out again with the next chapter's view).
   // Held while the chapter lasts, so a resize or a panel moving frames it again.
   const column = 2.35 + TRAY.w; // the batch's trays beside a GPU
-  const left = batch && !split2 ? column : trays ? 4.3 : 2.6; // room for the trays beside it
-  const right = pair ? PAIR_X + 2.8 : 2.6; // room for GPU 2 beside it
+  const reads = stepping ? 3.4 : 2.6; // room for the readout at its foot, as wide as its words
+  const left = batch && !split2 ? column : trays ? 4.3 : reads; // room for the trays beside it
+  const right = pair ? PAIR_X + 2.8 : reads; // room for GPU 2 beside it
   const front = split2 ? 3.9 : 3.0; // room for the trays in front
   const top = Math.max(pair || caption ? WALL_H + 1.6 : WALL_H + 1.2, blocked ? LID_SHUT + 0.8 + blocked * (SLAB.h + SLAB.gap) : 0, layer ? OPEN_AT + 2.0 : 0, guess ? GUESS_AT + 2.2 : 0);
   // Inside a layer, the view dives to the opened layer over the GPU's top.
