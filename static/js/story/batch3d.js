@@ -12,9 +12,9 @@ import * as THREE from 'three';
 import { t } from '../i18n/lang.js';
 import { disposeTree, textSprite } from '../scene/util.js';
 import { BOARD } from './body3d.js';
-import { boxOf, phaseOf, resprite, TRAY_IDLE } from './parts3d.js';
+import { boxOf, phaseOf, tray as makeTray } from './parts3d.js';
 
-export const TRAY = { w: 2.9, h: 0.12, d: 0.8, rise: 0.5 }; // a tray, and the column's step up
+export const TRAY = { w: 2.9, d: 0.9, rise: 0.5 }; // a tray (parts3d.js), and the column's step up
 const CHARS = 22; // a text is cut to its first words within this many characters
 const FLY_S = 0.45; // one token's trip from the tray to the door, in seconds
 const ANSWER = 'time'; // what the texts say after "Once upon a"
@@ -51,14 +51,14 @@ export function batchTrays({ parent, x0 = 0, side = -1, count = 4, texts, prompt
     group.add(door);
   }
   const trays = Array.from({ length: count }, (_, i) => {
-    const mesh = new THREE.Mesh(
-      new THREE.BoxGeometry(TRAY.w, TRAY.h, TRAY.d),
-      new THREE.MeshLambertMaterial({ color: TRAY_IDLE, transparent: dim, opacity: dim ? 0.18 : 1, depthWrite: !dim }),
-    );
-    mesh.position.set(...place(i));
-    if (dim) mesh.add(new THREE.LineSegments(new THREE.EdgesGeometry(mesh.geometry), new THREE.LineBasicMaterial({ color: 0x8fa3c8 })));
+    const part = makeTray(TRAY.w, place(i));
+    const { mesh } = part;
+    if (dim) {
+      Object.assign(mesh.material, { transparent: true, opacity: 0.18, depthWrite: false }); // an outline
+      mesh.add(new THREE.LineSegments(new THREE.EdgesGeometry(mesh.geometry), new THREE.LineBasicMaterial({ color: 0x8fa3c8 })));
+    }
     group.add(mesh);
-    return { mesh, words: null, said: null, tick: null };
+    return { part, mesh, said: null, tick: null };
   });
   const more = dim ? textSprite(t('+ more'), { height: 0.4, colour: '#c9d4ea', bg: 'rgba(8,13,24,0.9)' }) : null;
   if (more) {
@@ -76,11 +76,10 @@ export function batchTrays({ parent, x0 = 0, side = -1, count = 4, texts, prompt
   let noted = false; // the backward pass has been through this step
   let phase = null;
 
-  function write(tray, text, { verbatim = true, colour = '#eef3ff' } = {}) {
+  function write(tray, text) {
     if (text === tray.said) return;
     tray.said = text;
-    tray.words = resprite(tray.mesh, tray.words, text ? textSprite(text, { height: 0.3, verbatim, colour }) : null);
-    if (tray.words) tray.words.position.set(0, 0.2, 0.15);
+    tray.part.label(text, { height: 0.3, y: 0.2, verbatim: true }); // the model's own words
   }
   function setTick(tray, on) {
     if (on && !tray.tick) {
@@ -97,14 +96,15 @@ export function batchTrays({ parent, x0 = 0, side = -1, count = 4, texts, prompt
     const asked = prompt?.();
     const own = (texts?.() ?? []).filter((x) => (x.replica ?? 0) === replica).map((x) => x.text);
     trays.forEach((tray, i) => {
+      const text = own[asked ? i - 1 : i]; // the prompt's tray first, where there is one
       if (i === 0 && asked) write(tray, `${asked} ${answer && noted ? ANSWER : '___'}`);
-      else write(tray, own[asked ? i - 1 : i] ? firstWords(own[asked ? i - 1 : i]) : null);
+      else write(tray, text ? firstWords(text) : null);
       setTick(tray, answer && noted);
     });
   }
 
   function launch() {
-    const words = String(prompt?.() ?? '').split(/\s+/).filter(Boolean);
+    const words = String(prompt() ?? '').split(/\s+/).filter(Boolean);
     const from = trays[0].mesh.position;
     const now = performance.now();
     words.forEach((w, i) => {

@@ -32,20 +32,17 @@ export function resprite(group, old, next) {
 
 export const TRAY_IDLE = 0x3a4a6a;
 
-/** A tray beside the GPU, w wide, at [x, y, z]; label(text, opts) writes on it (again). */
+/** A tray beside the GPU, w wide, at [x, y, z]; label(text, opts) writes on it (again; no
+ * text: nothing), leaving whatever else stands on the tray. */
 export function tray(w, at) {
   const mesh = new THREE.Mesh(new THREE.BoxGeometry(w, 0.12, 0.9), new THREE.MeshLambertMaterial({ color: TRAY_IDLE }));
   mesh.position.set(...at);
+  let words = null;
   return {
     mesh,
     label(text, { height = 0.34, y = 0.27, verbatim = false } = {}) {
-      for (const old of mesh.children.splice(0)) {
-        old.material.map?.dispose();
-        old.material.dispose();
-      }
-      const words = textSprite(text, { height, verbatim });
-      words.position.set(0, y, 0.2);
-      mesh.add(words);
+      words = resprite(mesh, words, text ? textSprite(text, { height, verbatim }) : null);
+      words?.position.set(0, y, 0.2);
     },
     dispose() {
       for (const old of mesh.children) old.material.map?.dispose();

@@ -44,11 +44,9 @@ export function mountTeam({ stage, roles, plan, config, per = 0, live = false, r
   root.position.set(g.x, 0, zFront);
 
   const mesh = new THREE.InstancedMesh(new THREE.BoxGeometry(CELL.w, CELL.h, CELL.d), new THREE.MeshLambertMaterial({ color: 0xffffff }), cells.length);
+  const centre = (c) => [c.col * PITCH.x, CELL.h / 2 + c.stage * PITCH.y, 0]; // in the block
   const at = new THREE.Matrix4();
-  cells.forEach((c, i) => {
-    at.makeTranslation(c.col * PITCH.x, CELL.h / 2 + c.stage * PITCH.y, 0);
-    mesh.setMatrixAt(i, at);
-  });
+  cells.forEach((c, i) => mesh.setMatrixAt(i, at.makeTranslation(...centre(c))));
   root.add(mesh);
   const colours = {
     idle: new THREE.Color(IDLE),
@@ -113,14 +111,11 @@ export function mountTeam({ stage, roles, plan, config, per = 0, live = false, r
     })
     : null;
 
+  const half = [CELL.w / 2, CELL.h / 2, CELL.d / 2];
   root.userData.describe = () => [
-    ...cells.map((c, i) => {
-      at.identity();
-      mesh.getMatrixAt(i, at);
-      const p = new THREE.Vector3().setFromMatrixPosition(at);
-      root.localToWorld(p);
-      const half = [CELL.w / 2, CELL.h / 2, CELL.d / 2];
-      return { name: 'team-gpu', gpu: c.gpu, stage: c.stage, kind: kinds[i], box: { min: [p.x - half[0], p.y - half[1], p.z - half[2]], max: [p.x + half[0], p.y + half[1], p.z + half[2]] } };
+    ...cells.map((c) => {
+      const p = root.localToWorld(new THREE.Vector3(...centre(c)));
+      return { name: 'team-gpu', box: { min: [p.x - half[0], p.y - half[1], p.z - half[2]], max: [p.x + half[0], p.y + half[1], p.z + half[2]] } };
     }),
     ...sprites.map((s) => ({ name: s.userData.piece ?? 'team-label', box: boxOf(s) })),
   ];
