@@ -721,12 +721,28 @@ def _chapter(page_at, n: int, ready: str):
     """The story opened at chapter n (1024x768), once `ready` (a JS expression) holds and
     the camera has landed."""
     watch = page_at(f"?story=one-gpu&chapter={n}", viewport={"width": 1024, "height": 768})
-    watch.page.wait_for_function(
-        f"window.trainingRun.story.chapter === {n} && !window.trainingRun.cameraFlying"
-        f" && ({ready})",
-        timeout=WAIT_MS,
-    )
+    try:
+        watch.page.wait_for_function(
+            f"window.trainingRun.story.chapter === {n} && !window.trainingRun.cameraFlying"
+            f" && ({ready})",
+            timeout=WAIT_MS,
+        )
+    except PlaywrightTimeout:
+        raise AssertionError(f"chapter {n} never got ready: {_where(watch)}") from None
     return watch
+
+
+def _where(watch) -> dict:
+    """What a page waiting on a chapter shows: its run, step, card and figure, and errors."""
+    return {
+        **watch.page.evaluate(
+            "(() => { const r = window.trainingRun, s = r.story;"
+            " return { watching: r.watching, step: r.step, flying: r.cameraFlying,"
+            " frames: r.frames, refused: r.serverErrors, chapter: s.chapter, ready: s.ready,"
+            " note: s.note, figure: s.figure }; })()"
+        ),
+        "errors": watch.errors,
+    }
 
 
 def test_opening_the_story_at_a_fresh_chapter_starts_its_run_over(page_at, web) -> None:
@@ -1037,23 +1053,28 @@ def test_the_guess_stands_over_the_layers(page_at, web) -> None:
 def test_one_step_colours_the_team_with_its_work(page_at, web) -> None:
     """Chapter 26 colours every cell of the 64-GPU team with the work its GPU is doing at
     that moment of the live step (its lane of the trace), under a legend."""
+    # The cells take the colours of the live step as it plays (every colour a cell has
+    # taken is kept: a frame between two steps may show all of them idle).
     watch = _chapter(
         page_at,
         26,
         "(() => { const f = window.trainingRun.story.figure;"
         " return f && f.cells === 64"
-        " && f.kinds.some((k) => k === 'forward' || k === 'backward'); })()",
+        " && f.shown.some((k) => k === 'forward' || k === 'backward'); })()",
     )
-    kinds = story(watch.page)["figure"]["kinds"]
+    kinds = story(watch.page)["figure"]["shown"]
     assert set(kinds) <= {"forward", "backward", "wait", "update", "allreduce", "idle"}, kinds
     assert watch.page.locator(".sf-kinds .sf-swatch").count() == 4
     # In the scene the same team is one block of GPUs, a row of 8 a stage stacked by height,
     # each box in the colour of its GPU's work.
-    watch.page.wait_for_function(
-        "window.trainingRun.story.figure.team?.kinds.some((k) => k === 'forward'"
-        " || k === 'backward') && !window.trainingRun.cameraFlying",
-        timeout=60_000,
-    )
+    try:
+        watch.page.wait_for_function(
+            "window.trainingRun.story.figure.team?.shown.some((k) => k === 'forward'"
+            " || k === 'backward') && !window.trainingRun.cameraFlying",
+            timeout=60_000,
+        )
+    except PlaywrightTimeout:
+        raise AssertionError(f"the team block never played a step: {_where(watch)}") from None
     assert _team_rows(watch.page) == [8] * 8
     web.screenshot(watch.page, "story_one_step_1024")
     # Chapter 24, two back, draws the stages two GPUs wide: the model's depth first.

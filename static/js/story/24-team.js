@@ -32,6 +32,7 @@ export function enter(ctx) {
   // Chapter 26: each cell in the colour of its GPU's work, frame by frame (the cells are
   // read once a drawing, not every frame).
   let cells = [];
+  const shown = new Set(); // every kind a cell has taken since the chapter began
   const off = id === 'one-step'
     ? getStage?.()?.onUpdate?.((frame) => {
       for (const cell of cells) {
@@ -41,6 +42,7 @@ export function enter(ctx) {
           cell.classList.remove(`sf-k-${cell.dataset.kind}`);
           cell.classList.add(`sf-k-${k}`);
           cell.dataset.kind = k;
+          shown.add(k);
         }
       }
     })
@@ -58,6 +60,11 @@ export function enter(ctx) {
       off?.();
       block.leave();
     },
-    info: () => ({ cells: cells.length, kinds: [...new Set(cells.map((c) => c.dataset.kind).filter(Boolean))].sort(), team: block.info() }),
+    info: () => ({
+      cells: cells.length,
+      kinds: [...new Set(cells.map((c) => c.dataset.kind).filter(Boolean))].sort(),
+      shown: [...shown].sort(),
+      team: block.info(),
+    }),
   };
 }

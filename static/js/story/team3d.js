@@ -57,8 +57,10 @@ export function mountTeam({ stage, roles, plan, config, per = 0, live = false, r
     update: cssColour('--update', '#d8c38f'),
   };
   const kinds = cells.map(() => null);
+  const shown = new Set(); // every kind a box has taken since it was drawn
   function paint(i, k) {
     kinds[i] = k;
+    shown.add(k);
     mesh.setColorAt(i, k === 'idle' && cells[i].gpu === 0 ? colours.gpu1 : colours[k] ?? colours.idle);
   }
   cells.forEach((_, i) => paint(i, 'idle'));
@@ -127,7 +129,7 @@ export function mountTeam({ stage, roles, plan, config, per = 0, live = false, r
 
   return {
     update: () => stage.requestRender(),
-    info: () => ({ gpus: n, stages: stages.length, wide, kinds: [...new Set(kinds)].sort() }),
+    info: () => ({ gpus: n, stages: stages.length, wide, kinds: [...new Set(kinds)].sort(), shown: [...shown].sort() }),
     leave() {
       off?.();
       stage.holdView(null, { instant: reduced() });
