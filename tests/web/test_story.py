@@ -1088,6 +1088,33 @@ def test_one_step_colours_the_team_with_its_work(page_at, web) -> None:
     assert watch.errors == [], watch.errors
 
 
+def test_the_team_is_copied_into_the_field(page_at, web) -> None:
+    """Chapter 27 copies the live 64-GPU block behind itself, one copy after another, until
+    the field's 512 GPUs stand there: the front block the live run, seven mirrors behind,
+    bracketed 'Expert parallelism · 8 across' along the foot and 'Data · 64-way' down the
+    side, a counter over it rolling to 512."""
+    watch = _chapter(page_at, 27, "window.trainingRun.story.figure?.team?.copies?.landed === 8")
+    team = story(watch.page)["figure"]["team"]
+    assert team["copies"] == {"copies": 8, "landed": 8, "gpus": 512}
+    assert team["gpus"] == 64 and _team_rows(watch.page) == [8] * 8  # the live block
+    scene = watch.page.evaluate("window.trainingRun.figure")
+    boxes = {}
+    for p in scene:
+        boxes.setdefault(p["name"], []).append(p["box"])
+    assert len(boxes["copy"]) == 7 and len(boxes["bracket"]) == 2
+    # Each copy stands behind the one before it, the live block in front.
+    fronts = [b["max"][2] for b in boxes["copy"]]
+    live_back = min(b["min"][2] for b in boxes["team-gpu"])
+    assert fronts == sorted(fronts, reverse=True) and fronts[0] < live_back
+    # The brackets and the counter are on screen, in the card's words.
+    words = watch.page.evaluate(
+        "window.trainingRun.figure.filter((p) => p.words).map((p) => p.words)"
+    )
+    assert {"Expert parallelism · 8 across", "Data · 64-way", "8 × 64 = 512 GPUs"} <= set(words)
+    web.screenshot(watch.page, "story_copies_1024")
+    assert watch.errors == [], watch.errors
+
+
 def test_the_story_ends_back_inside_gpu_one(page_at, web) -> None:
     """Chapter 29 dives from the field back into GPU 1: open, the live step playing through
     the 4 of 32 layers it holds, each with its experts (1–8 of 64) kept and the rest dashed,

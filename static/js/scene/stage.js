@@ -225,7 +225,7 @@ export function createStage(canvas, { spec, topology, store, draw = true }) {
       scene.remove(obj);
       requestRender();
     },
-    figure: () => [...overlays].flatMap((o) => o.userData.describe?.() ?? []).map((p) => ({ name: p.name, rect: picker.rect(p.box), box: p.box })),
+    figure: () => [...overlays].flatMap((o) => o.userData.describe?.() ?? []).map((p) => ({ name: p.name, rect: picker.rect(p.box), box: p.box, ...(p.words ? { words: p.words } : {}) })),
     setExploded(on) {
       if (look.exploded === !!on) return;
       look.exploded = !!on;

@@ -107,13 +107,13 @@ export function stackedCloseUp(ctx) {
   };
 }
 
-/** The 64-GPU team as one block (chapters 24 to 26: team3d.js), once its roles are here:
- * `per` GPUs a stage (0: all), `live` each GPU in the colour of its work. { update(), leave(),
- * info() }. */
-export function teamCloseUp({ getStage, store, reduced }, { per = 0, live = false } = {}) {
+/** The 64-GPU team as one block (chapters 24 to 27: team3d.js), once its roles are here:
+ * `per` GPUs a stage (0: all), `live` each GPU in the colour of its work, `copies` the block
+ * and its mirrors behind it (a number, or a function asked once the roles are here). { update(), leave(), info() }. */
+export function teamCloseUp({ getStage, store, reduced }, { per = 0, live = false, copies = 1 } = {}) {
   const hello = () => store.state.hello;
   const team = later(() => Boolean(getStage?.()) && hello()?.plan?.pp > 1, () => import('./team3d.js'), 'the team', (m) =>
-    m.mountTeam({ stage: getStage(), roles: hello().roles, plan: hello().plan, config: hello().config, per, live, reduced }));
+    m.mountTeam({ stage: getStage(), roles: hello().roles, plan: hello().plan, config: hello().config, per, live, copies: typeof copies === 'function' ? copies() : copies, reduced }));
   return {
     update: () => team.ensure()?.update(),
     leave: team.leave,

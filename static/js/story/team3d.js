@@ -10,11 +10,12 @@
 import * as THREE from 'three';
 import { t } from '../i18n/lang.js';
 import { disposeTree, textSprite } from '../scene/util.js';
+import { addCopies } from './copies3d.js';
 import { boxOf, cssColour, phaseOf } from './parts3d.js';
 import { span } from './values.js';
 
 const CELL = { w: 1.1, h: 0.6, d: 0.9 }; // one GPU
-const PITCH = { x: 1.35, y: 0.95 }; // the next column, the next stage
+const PITCH = { x: 1.35, y: 0.95, z: 1.3 }; // the next column, the next stage, the next copy
 const IDLE = 0x5a6a8c;
 
 /** The team's GPUs the block draws ([{gpu, stage, experts, layers}]): the first data-
@@ -29,10 +30,10 @@ export function teamCells(roles, plan, per = 0) {
   });
 }
 
-/** Mount the block: mountTeam({stage, roles, plan, config, per, live, reduced}) ->
+/** Mount the block: mountTeam({stage, roles, plan, config, per, live, copies, reduced}) ->
  * { update(), info(), leave() }, or null with no 3D stage or no roles. `per`: GPUs drawn a
- * stage (0: all of them). */
-export function mountTeam({ stage, roles, plan, config, per = 0, live = false, reduced = () => false }) {
+ * stage (0: all of them); `copies`: the block and its mirrors behind it (copies3d.js). */
+export function mountTeam({ stage, roles, plan, config, per = 0, live = false, copies = 1, reduced = () => false }) {
   const lay = stage?.layout?.();
   const g = lay?.gpus?.[0];
   if (!stage?.addOverlay || !g || !roles?.length) return null;
@@ -40,7 +41,8 @@ export function mountTeam({ stage, roles, plan, config, per = 0, live = false, r
   const cells = teamCells(roles, plan, per);
   const root = new THREE.Group();
   root.name = 'team-block';
-  const zFront = Math.max(...lay.gpus.map((x) => x.z)) + 3.4;
+  // In front of the servers; copies (chapter 27) stand behind the block, so it comes forward.
+  const zFront = Math.max(...lay.gpus.map((x) => x.z)) + 3.4 + (copies - 1) * PITCH.z;
   root.position.set(g.x, 0, zFront);
 
   const mesh = new THREE.InstancedMesh(new THREE.BoxGeometry(CELL.w, CELL.h, CELL.d), new THREE.MeshLambertMaterial({ color: 0xffffff }), cells.length);
@@ -113,6 +115,14 @@ export function mountTeam({ stage, roles, plan, config, per = 0, live = false, r
     })
     : null;
 
+  // Chapter 27: the block copied behind itself, in a ripple.
+  const mirrors = copies > 1 ? addCopies({ root, cells, centre, cell: CELL, pitch: PITCH, copies, plan, reduced }) : null;
+  const offRipple = mirrors
+    ? stage.onUpdate?.(() => {
+      if (mirrors.frame()) stage.requestRender(); // copies still arriving
+    })
+    : null;
+
   const half = [CELL.w / 2, CELL.h / 2, CELL.d / 2];
   root.userData.describe = () => [
     ...cells.map((c) => {
@@ -120,18 +130,23 @@ export function mountTeam({ stage, roles, plan, config, per = 0, live = false, r
       return { name: 'team-gpu', box: { min: [p.x - half[0], p.y - half[1], p.z - half[2]], max: [p.x + half[0], p.y + half[1], p.z + half[2]] } };
     }),
     ...sprites.map((s) => ({ name: s.userData.piece ?? 'team-label', box: boxOf(s) })),
+    ...(mirrors?.describe() ?? []),
   ];
   stage.addOverlay(root);
   stage.highlight?.(null);
-  const box = { min: [g.x - 4.2, 0, zFront - 1], max: [g.x + (wide - 1) * PITCH.x + 1.2, top + 1.0, zFront + 1.4] };
-  stage.holdView(box, { instant: reduced(), direction: [0.1, 0.3, 1], fill: 0.92 });
+  const shift = (b) => ({ min: [b.min[0] + g.x, b.min[1], b.min[2] + zFront], max: [b.max[0] + g.x, b.max[1], b.max[2] + zFront] });
+  const box = mirrors
+    ? shift(mirrors.box())
+    : { min: [g.x - 4.2, 0, zFront - 1], max: [g.x + (wide - 1) * PITCH.x + 1.2, top + 1.0, zFront + 1.4] };
+  stage.holdView(box, { instant: reduced(), direction: mirrors ? [0.75, 0.55, 1] : [0.1, 0.3, 1], fill: 0.92 });
   stage.requestRender();
 
   return {
     update: () => stage.requestRender(),
-    info: () => ({ gpus: n, stages: stages.length, wide, kinds: [...new Set(kinds)].sort(), shown: [...shown].sort() }),
+    info: () => ({ gpus: n, stages: stages.length, wide, kinds: [...new Set(kinds)].sort(), shown: [...shown].sort(), copies: mirrors?.info() ?? null }),
     leave() {
       off?.();
+      offRipple?.();
       stage.holdView(null, { instant: reduced() });
       stage.removeOverlay(root);
       disposeTree(root);
