@@ -289,8 +289,13 @@ function keepSceneClear(stage) {
       const bottom = Math.max(150, chart?.height ? window.innerHeight - chart.top : 0);
       area = { left: 0, right: Math.ceil(dock) + 24, top: Math.ceil(top) + 8, bottom: Math.ceil(bottom) + 8 };
     } else if (document.body.matches('.touring, .storying') && window.innerWidth > 1400) {
-      // The tour's box or the story's card along the bottom: the scene is framed above it.
-      area = { left: 24, right: 24, top: 120, bottom: document.body.matches('.storying') ? 400 : 260 };
+      // The tour's box or the story's card along the bottom: the scene is framed above it,
+      // and above the card's top where a chapter's figure makes it taller (in steps, so a
+      // caption a line longer does not move the camera).
+      const tops = [...document.querySelectorAll('#story-box, .tour-box')]
+        .map((el) => el.getBoundingClientRect()).filter((r) => r.height > 0).map((r) => r.top);
+      const over = tops.length ? Math.ceil((window.innerHeight - Math.min(...tops) + 16) / 48) * 48 : 0;
+      area = { left: 24, right: 24, top: 120, bottom: Math.max(document.body.matches('.storying') ? 400 : 260, over) };
     } else if (window.innerWidth < 1100 && bar) {
       // The loss chart and the prediction take the bottom corners: keep the parts above them
       // (a tablet held upright: the whole scene, standing tall between the panels).
@@ -307,6 +312,11 @@ function keepSceneClear(stage) {
   }
   window.addEventListener('resize', fit);
   if (bar && typeof ResizeObserver === 'function') new ResizeObserver(fit).observe(bar);
+  // The card grows with a chapter's figure: the room above it shrinks.
+  if (typeof ResizeObserver === 'function') {
+    const cards = new ResizeObserver(fit);
+    for (const el of document.querySelectorAll('#story-box, .tour-box')) cards.observe(el);
+  }
   // The tour or the story starting or ending (their class on the body) moves the free room.
   new MutationObserver(fit).observe(document.body, { attributes: true, attributeFilter: ['class'] });
   store.on('change:labFocus', (focus) => {

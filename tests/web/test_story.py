@@ -1171,14 +1171,61 @@ SETTLED_JS = f"""() => new Promise((done) => {{
 }})"""
 
 
+# Every piece a chapter draws in the scene against every panel that shows (the story's card
+# among them): a piece more than half under one, or more than half off screen, is hidden.
+HIDDEN_JS = """() => {
+  const shown = (el) => {
+    if (!el || el.closest('[hidden]')) return false;
+    const s = getComputedStyle(el);
+    const r = el.getBoundingClientRect();
+    return s.display !== 'none' && s.visibility !== 'hidden' && r.width > 0 && r.height > 0;
+  };
+  const name = (el) => el.id ? `#${el.id}` : `.${[...el.classList].join('.')}`;
+  const panels = [...document.querySelectorAll(
+    'section.panel, #field-panel, .presenter-bar > *, .presenter-row > *, .topbar, #legend,'
+    + ' #colour-key, .tour-box, .story-box, .lab-panel, .card, .overlay-box, .toast'
+  )].filter(shown).map((el) => {
+    const r = el.getBoundingClientRect();
+    return { name: name(el), l: r.left, t: r.top, r: r.right, b: r.bottom };
+  });
+  const W = innerWidth, H = innerHeight;
+  const area = (a) => Math.max(0, a.r - a.l) * Math.max(0, a.b - a.t);
+  const meet = (a, b) => ({
+    l: Math.max(a.l, b.l), t: Math.max(a.t, b.t), r: Math.min(a.r, b.r), b: Math.min(a.b, b.b),
+  });
+  const hits = [];
+  const pieces = window.trainingRun.figure.filter((p) => p.rect);
+  for (const p of pieces) {
+    const box = { l: p.rect.left, t: p.rect.top, r: p.rect.right, b: p.rect.bottom };
+    const on = meet(box, { l: 0, t: 0, r: W, b: H });
+    const all = area(box);
+    if (!all) continue;
+    if (area(on) / all < 0.5) { hits.push(`${p.name} off screen`); continue; }
+    for (const q of panels) {
+      const f = area(meet(on, q)) / area(on);
+      if (f > 0.5) hits.push(`${p.name} under ${q.name} (${Math.round(f * 100)}%)`);
+    }
+  }
+  // ... and no word of the card's stage grid is cut short.
+  for (const c of document.querySelectorAll('#story-figure .sf-cell')) {
+    if (c.scrollWidth > c.clientWidth + 1) hits.push(`cell '${c.textContent}' cut`);
+  }
+  return { pieces: pieces.length, hits: [...new Set(hits)] };
+}"""
+
+
 def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, web) -> None:
     story_server, recorded = story_server
     shots = shots_dir()
-    size = {"viewport": shots_size()} if shots else {}
+    hidden: list[str] = []
     # The walk checks each chapter's state, not its pixels: without screenshots to take, the
     # page skips its WebGL draws (?draw=0).
     query = "?story=one-gpu&chapter=1" + ("" if shots else "&draw=0")
-    watch = web.open_page(browser, story_server.url, query, reduced_motion="reduce", **size)
+    # Forward on a wide screen (the card along the bottom), back on a projector's 1024x768
+    # (the card docked right): at both, no piece of a chapter's picture is under a panel.
+    wide = shots_size() if shots else {"width": 1920, "height": 1080}
+    narrow = shots_size() if shots else {"width": 1024, "height": 768}
+    watch = web.open_page(browser, story_server.url, query, reduced_motion="reduce", viewport=wide)
     page = watch.page
     page.set_default_timeout(120_000)
     n_chapters = len(STORY["chapters"])
@@ -1236,6 +1283,7 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
             page.wait_for_function("window.trainingRun.field.on === false")
         seen[cid] = story(page)
         pictures.append((cid, picture or page.evaluate(SETTLED_JS)))
+        hidden += [f"{n} {cid} at {wide['width']}: {h}" for h in page.evaluate(HIDDEN_JS)["hits"]]
         if shots:
             width = shots_size()["width"]
             page.screenshot(
@@ -1267,9 +1315,13 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
     assert memo["dp2"]["tokens_per_gpu"] * 2 == memo["one"]["tokens_per_gpu"]
 
     # ... and back, chapter by chapter, each on its own run again.
+    page.set_viewport_size(narrow)
     for n in range(n_chapters - 1, 0, -1):
         page.keyboard.press("PageUp")
-        check_chapter(page, n, watch, story_server, web)
+        cid = check_chapter(page, n, watch, story_server, web)["chapterId"]
+        page.evaluate(SETTLED_JS)
+        hidden += [f"{n} {cid} at {narrow['width']}: {h}" for h in page.evaluate(HIDDEN_JS)["hits"]]
+    assert hidden == [], hidden
     page.keyboard.press("Escape")
     page.wait_for_function("window.trainingRun.story.chapter === null")
     assert "story=" not in page.url
