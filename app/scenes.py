@@ -199,6 +199,8 @@ class TourStop(_Strict):
     duration_s: float = Field(ge=2.0, le=60.0)
     # A question to predict before the stop shows its answer (it waits for the next press).
     ask: TourAsk | None = None
+    # Open GPU 1 up close at this stop, the live step playing through the layers it holds.
+    inside: bool = False
 
     @field_validator("caption", "caption_not_yet")
     @classmethod

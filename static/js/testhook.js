@@ -144,6 +144,7 @@ export function installTestHook({ store, getStage, actions, labels, tour, story 
     tourEnded: () => Boolean(s().tour.ended),
     tourLength: () => tour.length,
     tourPart: () => tour.part,
+    tourInside: () => tour.inside, // the stop opens GPU 1 up close
     tourAuto: () => s().tourAuto,
     tourMore: () => s().tourMore,
     menuOpen: () => s().menuOpen,

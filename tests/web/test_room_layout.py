@@ -7,6 +7,7 @@ scene. Screenshots of each size land in tests/web/screenshots (room_<lang>_<w>x<
 from __future__ import annotations
 
 import pytest
+from covered import PIECES_HIDDEN_JS
 
 VIEWPORT = {"width": 1024, "height": 768}
 SIZES = ((1024, 768), (1366, 768), (1920, 1080), (768, 1024))
@@ -124,6 +125,7 @@ def test_no_tour_stop_covers_the_part_it_names(page_at, web, size) -> None:
     page = w.page
     web.wait_stage(page)
     n = web.tr(page, "tourLength")
+    insides = 0
     for stop in range(n):
         for _ in range(3 if stop else 0):  # a stop that asks first shows its answer
             page.keyboard.press("PageDown")
@@ -134,7 +136,19 @@ def test_no_tour_stop_covers_the_part_it_names(page_at, web, size) -> None:
         got = page.evaluate(NAMED)
         if stop in (0, n - 1):
             web.screenshot(page, f"tour_{size[0]}x{size[1]}_stop{stop + 1}")
-        assert got["named"], (size, stop, got)
+        if web.tr(page, "tourInside"):
+            # The stop opens GPU 1 up close: its pieces are what it names, and none is under
+            # the tour's box or a panel.
+            page.wait_for_function(
+                "window.trainingRun.figure.some((p) => p.name === 'slab')"
+                " && !window.trainingRun.cameraFlying"
+            )
+            inside = page.evaluate(PIECES_HIDDEN_JS)
+            assert inside["pieces"] > 0 and inside["hits"] == [], (size, stop, inside)
+            insides += 1
+        else:
+            assert got["named"], (size, stop, got)
         assert got["hits"] == [], (size, stop, got["hits"])
         assert got["seeThrough"] == [], (size, stop, got["seeThrough"])
+    assert insides == 1, "one stop opens GPU 1"
     assert w.errors == [], w.errors

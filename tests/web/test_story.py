@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from covered import PIECES_HIDDEN_JS
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pageclock import page_clock
@@ -1171,49 +1172,6 @@ SETTLED_JS = f"""() => new Promise((done) => {{
 }})"""
 
 
-# Every piece a chapter draws in the scene against every panel that shows (the story's card
-# among them): a piece more than half under one, or more than half off screen, is hidden.
-HIDDEN_JS = """() => {
-  const shown = (el) => {
-    if (!el || el.closest('[hidden]')) return false;
-    const s = getComputedStyle(el);
-    const r = el.getBoundingClientRect();
-    return s.display !== 'none' && s.visibility !== 'hidden' && r.width > 0 && r.height > 0;
-  };
-  const name = (el) => el.id ? `#${el.id}` : `.${[...el.classList].join('.')}`;
-  const panels = [...document.querySelectorAll(
-    'section.panel, #field-panel, .presenter-bar > *, .presenter-row > *, .topbar, #legend,'
-    + ' #colour-key, .tour-box, .story-box, .lab-panel, .card, .overlay-box, .toast'
-  )].filter(shown).map((el) => {
-    const r = el.getBoundingClientRect();
-    return { name: name(el), l: r.left, t: r.top, r: r.right, b: r.bottom };
-  });
-  const W = innerWidth, H = innerHeight;
-  const area = (a) => Math.max(0, a.r - a.l) * Math.max(0, a.b - a.t);
-  const meet = (a, b) => ({
-    l: Math.max(a.l, b.l), t: Math.max(a.t, b.t), r: Math.min(a.r, b.r), b: Math.min(a.b, b.b),
-  });
-  const hits = [];
-  const pieces = window.trainingRun.figure.filter((p) => p.rect);
-  for (const p of pieces) {
-    const box = { l: p.rect.left, t: p.rect.top, r: p.rect.right, b: p.rect.bottom };
-    const on = meet(box, { l: 0, t: 0, r: W, b: H });
-    const all = area(box);
-    if (!all) continue;
-    if (area(on) / all < 0.5) { hits.push(`${p.name} off screen`); continue; }
-    for (const q of panels) {
-      const f = area(meet(on, q)) / area(on);
-      if (f > 0.5) hits.push(`${p.name} under ${q.name} (${Math.round(f * 100)}%)`);
-    }
-  }
-  // ... and no word of the card's stage grid is cut short.
-  for (const c of document.querySelectorAll('#story-figure .sf-cell')) {
-    if (c.scrollWidth > c.clientWidth + 1) hits.push(`cell '${c.textContent}' cut`);
-  }
-  return { pieces: pieces.length, hits: [...new Set(hits)] };
-}"""
-
-
 def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, web) -> None:
     story_server, recorded = story_server
     shots = shots_dir()
@@ -1283,7 +1241,9 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
             page.wait_for_function("window.trainingRun.field.on === false")
         seen[cid] = story(page)
         pictures.append((cid, picture or page.evaluate(SETTLED_JS)))
-        hidden += [f"{n} {cid} at {wide['width']}: {h}" for h in page.evaluate(HIDDEN_JS)["hits"]]
+        hidden += [
+            f"{n} {cid} at {wide['width']}: {h}" for h in page.evaluate(PIECES_HIDDEN_JS)["hits"]
+        ]
         if shots:
             width = shots_size()["width"]
             page.screenshot(
@@ -1320,7 +1280,9 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
         page.keyboard.press("PageUp")
         cid = check_chapter(page, n, watch, story_server, web)["chapterId"]
         page.evaluate(SETTLED_JS)
-        hidden += [f"{n} {cid} at {narrow['width']}: {h}" for h in page.evaluate(HIDDEN_JS)["hits"]]
+        hidden += [
+            f"{n} {cid} at {narrow['width']}: {h}" for h in page.evaluate(PIECES_HIDDEN_JS)["hits"]
+        ]
     assert hidden == [], hidden
     page.keyboard.press("Escape")
     page.wait_for_function("window.trainingRun.story.chapter === null")

@@ -40,6 +40,7 @@ def test_tour_visits_every_stop_and_esc_leaves(page_at, server, web) -> None:
     # Each key press and the read-back happen in one browser task, so the tour's own timer
     # cannot move on in between on a slow machine.
     seen = []
+    insides: list[int] = []
     for k, stop in enumerate(stops):
         snap = page.evaluate(SNAP, "t" if k == 0 else "PageDown")
         assert snap["active"] is True
@@ -61,11 +62,26 @@ def test_tour_visits_every_stop_and_esc_leaves(page_at, server, web) -> None:
         # The label of the stop's part is highlighted, and only that one.
         assert snap["highlighted"] == [stop["part"]]
         seen.append(caption)
+        if stop.get("inside"):
+            # GPU 1 opens up close on the live run, with the story's own pieces: its layers
+            # between the walls and the live step playing through them.
+            page.wait_for_function(
+                "window.trainingRun.figure.filter((p) => p.name === 'slab').length"
+                " === window.trainingRun.roles[0].layers[1] - window.trainingRun.roles[0].layers[0]"
+                " && window.trainingRun.figure.some((p) => p.name === 'band' || p.name === 'ring')",
+                timeout=30_000,
+            )
+            web.screenshot(page, "tour_inside_gpu_one")
+            insides.append(k)
+        elif insides:
+            # ... and it is put away at the next stop.
+            page.wait_for_function("window.trainingRun.figure.length === 0")
         if k == 4:
             web.landed(page)  # the photograph is taken where the stop's flight lands
             web.screenshot(page, "tour")
     assert len(seen) == len(stops)
 
+    assert insides == [3], "the stop on what a GPU does opens GPU 1"
     # Live numbers really are quoted: the first stop names the GPU count.
     assert seen[0].startswith("8 ")
 

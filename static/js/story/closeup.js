@@ -49,6 +49,17 @@ export function gpuCloseUp({ getStage, store, reduced }, open, { layers = 0, ste
   };
 }
 
+/** GPU 1 of the run this page watches, opened, the live step playing through the layers it
+ * holds (the GPU servers' card, a tour stop): { update(), leave(), info() }, or null before
+ * the run's hello has said what GPU 1 holds. */
+export function watchedGpuCloseUp({ getStage, store }) {
+  const h = store.state.hello;
+  const held = h?.roles?.[0]?.layers;
+  const layers = held ? held[1] - held[0] : h?.config?.n_layer ?? 0;
+  if (!layers) return null;
+  return gpuCloseUp({ getStage, store, reduced: () => store.state.reducedMotion }, true, { layers, stepping: true });
+}
+
 /** A drawing mounted once `can()` holds and its module has loaded: `mount(module)` makes it
  * (anything with leave()). { ensure() -> it or null, made(), leave() }; a module that cannot
  * load is said once (`what`) and not tried again. */

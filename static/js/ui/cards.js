@@ -5,7 +5,7 @@
 // (story/closeup.js): its layers, walls and the live step playing through them.
 
 import { say } from '../i18n/content.js';
-import { gpuCloseUp } from '../story/closeup.js';
+import { watchedGpuCloseUp } from '../story/closeup.js';
 import { t } from '../i18n/lang.js';
 import { bytes, whole } from '../i18n/units.js';
 import { el, fmtBytes, fmtInt, fmtLoss } from './format.js';
@@ -110,12 +110,8 @@ export function mountCards(store, { getStage = () => null } = {}) {
   }
   inside.addEventListener('click', () => {
     if (closeUp) return leaveInside();
-    const h = store.state.hello;
-    const held = h?.roles?.[0]?.layers;
-    const layers = held ? held[1] - held[0] : h?.config?.n_layer ?? 0;
-    if (!layers) return;
-    closeUp = gpuCloseUp({ getStage, store, reduced: () => store.state.reducedMotion }, true, { layers, stepping: true });
-    inside.setAttribute('aria-pressed', 'true');
+    closeUp = watchedGpuCloseUp({ getStage, store });
+    if (closeUp) inside.setAttribute('aria-pressed', 'true');
   });
   store.on('step', () => closeUp?.update());
   store.on('change:story', (on) => on && leaveInside()); // the story has GPU 1 of its own

@@ -9,6 +9,7 @@
 
 import { say } from '../i18n/content.js';
 import { join, t } from '../i18n/lang.js';
+import { watchedGpuCloseUp } from '../story/closeup.js';
 import { liveValues } from './live.js';
 import { word } from './words.js';
 
@@ -52,6 +53,18 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
   let durMs = 0;
   let leftMs = 0;
   let since = 0; // performance.now() when the clock last started; 0 while it stands still
+
+  // A stop with `inside` opens GPU 1 up close on the watched run, the live step playing
+  // through its layers (the story's own pieces); put away when the stop changes.
+  let inside = null;
+  function lookInside(stop) {
+    if (!stop?.inside) {
+      inside?.leave();
+      inside = null;
+    } else if (!inside) {
+      inside = watchedGpuCloseUp({ getStage, store }); // null until the run's hello is here
+    }
+  }
 
   function partName(id) {
     const p = parts.find((x) => x.id === id);
@@ -174,7 +187,9 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     moreBtn.hidden = !stop.more;
     renderText();
     labels.highlight(stop.part ?? null);
+    lookInside(null);
     move(stop);
+    lookInside(stop);
     clearTimeout(timer);
     since = 0;
     durMs = (stop.duration_s ?? DEFAULT_DURATION_S) * 1000;
@@ -188,6 +203,7 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     if (!stops.length) return;
     index = stops.length - 1;
     ended = true;
+    lookInside(null);
     conceal(null);
     clearTimeout(timer);
     since = 0;
@@ -217,6 +233,7 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     since = 0;
     if (!store.state.tour.active) return;
     ended = false;
+    lookInside(null);
     conceal(null);
     nextBtn.textContent = word('tourNext');
     box.hidden = true;
@@ -236,7 +253,12 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
   moreBtn.addEventListener('click', () => setMore(!store.state.tourMore));
   autoBtn.addEventListener('click', () => setAuto(!store.state.tourAuto));
   $('tour-howbig').addEventListener('click', () => onHowBig?.());
-  store.on('step', () => store.state.tour.active && renderText());
+  store.on('step', () => {
+    if (!store.state.tour.active) return;
+    renderText();
+    if (!ended) lookInside(stops[index]);
+    inside?.update();
+  });
   store.on('snapshot', () => store.state.tour.active && renderText());
   // Pausing the run holds an auto-advancing tour; resuming lets it go on from where it was.
   for (const name of ['change:status', 'snapshot']) {
@@ -274,6 +296,10 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
     /** The part the current stop names (null off the tour). */
     get part() {
       return store.state.tour.active && !ended ? stops[index]?.part ?? null : null;
+    },
+    /** Whether the current stop opens GPU 1 up close. */
+    get inside() {
+      return Boolean(store.state.tour.active && !ended && stops[index]?.inside);
     },
     /** Show the answer of the current stop's question (a no-op on a stop without one). */
     reveal() {
