@@ -5,7 +5,8 @@ trainingrun estimate --params 70B [--active-params 37B] --tokens 2T --gpu h100-8
 
 The arithmetic is app/labs/cost.py `estimate` (the cost panel's API runs the same): FLOPs =
 6 x active parameters x tokens; GPU-hours at the stated MFU of the GPU's dense peak; days on
-N GPUs; energy with PUE; rental cost; expected interruptions at the Llama 3 rate.
+N GPUs; energy with PUE; rental cost; expected interruptions at the Llama 3 rate, and what
+they cost with checkpoints at Young's interval (app/labs/goodput.py).
 """
 
 from __future__ import annotations
@@ -21,12 +22,18 @@ from app.labs.cost import (
     EstimateResult,
     estimate,
 )
+from app.labs.goodput import RESTART_S, STORAGE_TBPS
 from app.labs.hardware import GPU_ALIASES, GPUS
 from app.labs.memory import format_count
 
 GPU_CHOICES = sorted([*GPUS, *GPU_ALIASES])
 # The calculator's field names, as this command's options.
-OPTION = {"utilisation": "--mfu", "price_per_gpu_hour": "--price"}
+OPTION = {
+    "utilisation": "--mfu",
+    "price_per_gpu_hour": "--price",
+    "storage_tbps": "--storage",
+    "restart_s": "--restart",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,6 +74,18 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="rental, $ per GPU-hour (default: the rough 2026 figure for the GPU)",
     )
+    p.add_argument(
+        "--storage",
+        type=float,
+        default=STORAGE_TBPS,
+        help=f"checkpoint storage, TB/s sustained (default {STORAGE_TBPS:g}, Llama 3's)",
+    )
+    p.add_argument(
+        "--restart",
+        type=float,
+        default=RESTART_S,
+        help=f"seconds a restart after an interruption takes (default {RESTART_S:g})",
+    )
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     return p
 
@@ -85,12 +104,26 @@ def render(r: EstimateResult) -> str:
         f"(+ ${r.electricity_usd:,.0f} electricity)",
         f"  interruptions {r.interruptions:,.0f} expected "
         f"({r.interruptions_per_day:.1f} a day on {r.gpus:,} GPUs)",
+        *_goodput_lines(r),
         "assumptions:",
         *(f"  - {a}" for a in r.assumptions),
         "sources:",
         *(f"  - {s}" for s in r.sources),
     ]
     return "\n".join(lines)
+
+
+def _goodput_lines(r: EstimateResult) -> list[str]:
+    g = r.goodput
+    if g is None:
+        return ["  goodput       none: interruptions come faster than a restart and its rework"]
+    return [
+        f"  goodput       {g.effective:.1%} of the time trains: checkpoint every "
+        f"{g.interval_s / 60:,.1f} min (Young), one every {g.mtbi_hours:,.1f} h interrupted, "
+        f"{g.restart_s / 60:g}-min restarts",
+        f"  with failures {g.wall_hours / 24:,.1f} days, {g.lost_hours * r.gpus:,.0f} GPU-hours "
+        f"lost to restarts, rework and checkpoint writes",
+    ]
 
 
 def estimate_main(argv: list[str] | None = None) -> int:
@@ -107,6 +140,8 @@ def estimate_main(argv: list[str] | None = None) -> int:
             precision=args.precision,
             pue=args.pue,
             price_per_gpu_hour=args.price,
+            storage_tbps=args.storage,
+            restart_s=args.restart,
         ),
         render,
         as_json=args.json,

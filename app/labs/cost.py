@@ -22,6 +22,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .goodput import (
+    CHECKPOINT_BYTES_PER_PARAM,
+    RESTART_S,
+    RESTART_SOURCE,
+    STORAGE_SOURCE,
+    STORAGE_TBPS,
+    YOUNG_SOURCE,
+    Goodput,
+    goodput,
+)
 from .hardware import GPU_ALIASES, GPUS, PRICE_NOTE, parse_count
 from .memory import FieldError
 
@@ -210,6 +220,9 @@ class EstimateResult:
     price_per_gpu_hour: float
     assumptions: list[str]
     sources: list[str]
+    # What the interruptions cost (restarts, rework, checkpoint writes) and the checkpoint
+    # interval that costs least; None when they come faster than a restart (app/labs/goodput.py).
+    goodput: Goodput | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -247,10 +260,13 @@ def estimate(
     pue: float = DEFAULT_PUE,
     price_per_gpu_hour: float | None = None,
     kwh_price: float = DEFAULT_KWH_PRICE,
+    storage_tbps: float = STORAGE_TBPS,
+    restart_s: float = RESTART_S,
 ) -> EstimateResult:
     """FLOPs (6 x active parameters x tokens), GPU-hours at `mfu` of the GPU's dense peak in
-    `precision`, days on `gpus`, energy with PUE, rental cost and expected interruptions.
-    Raises FieldError naming the bad field."""
+    `precision`, days on `gpus`, energy with PUE, rental cost, expected interruptions and
+    what they cost (checkpoints of all `params` written at `storage_tbps`, each restart
+    `restart_s`, at Young's interval). Raises FieldError naming the bad field."""
     total = _count("params", params)
     active = total if active_params is None else _count("active_params", active_params)
     if active > total:
@@ -268,6 +284,19 @@ def estimate(
         price_per_gpu_hour=price_per_gpu_hour,
         kwh_price=kwh_price,
     )
+    try:
+        lost: Goodput | None = goodput(
+            total,
+            r.inputs.gpus,
+            r.seconds / 3600,
+            INTERRUPTIONS_PER_GPU_HOUR,
+            storage_tbps=storage_tbps,
+            restart_s=restart_s,
+        )
+    except FieldError as e:
+        if e.field != "gpus":
+            raise
+        lost = None  # interruptions faster than a restart: the run never finishes
     spec = GPUS[gpu]
     note = []
     if spec.datasheet.half_format != "BF16" and precision == "bf16":
@@ -303,8 +332,13 @@ def estimate(
             *note,
             *moe,
             *r.assumptions[2:],
+            f"Checkpoints: {CHECKPOINT_BYTES_PER_PARAM:g} bytes a parameter (BF16 weights, "
+            f"FP32 master and two AdamW moments) written at {storage_tbps:g} TB/s; "
+            f"each restart {restart_s / 60:g} minutes plus half an interval of lost work; "
+            "the interval by Young's rule, sqrt(2 x write time x time between interruptions).",
         ],
-        sources=r.sources,
+        sources=[*r.sources, YOUNG_SOURCE, STORAGE_SOURCE, RESTART_SOURCE],
+        goodput=lost,
     )
 
 

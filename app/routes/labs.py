@@ -33,6 +33,13 @@ from app.labs.cost import (
     compute_cost,
     estimate,
 )
+from app.labs.goodput import (
+    RESTART_S,
+    RESTART_S_MAX,
+    STORAGE_TBPS,
+    STORAGE_TBPS_MAX,
+    STORAGE_TBPS_MIN,
+)
 from app.labs.hardware import (
     GPUS,
     MODEL_PRESETS,
@@ -252,6 +259,15 @@ class EstimateRequest(_LabRequest):
     precision: PrecisionChoice = "bf16"
     pue: Finite = Field(DEFAULT_PUE, ge=1, le=PUE_MAX)
     price_per_gpu_hour: Finite | None = Field(None, ge=0, le=PRICE_PER_GPU_HOUR_MAX)
+    storage_tbps: Finite = Field(
+        STORAGE_TBPS,
+        ge=STORAGE_TBPS_MIN,
+        le=STORAGE_TBPS_MAX,
+        description="checkpoint storage, TB/s sustained",
+    )
+    restart_s: Finite = Field(
+        RESTART_S, ge=0, le=RESTART_S_MAX, description="seconds a restart takes"
+    )
 
     @field_validator("params", "tokens", "active_params")
     @classmethod
