@@ -203,6 +203,13 @@ def test_cost_panel_recomputes_from_edited_assumptions(page_at, web) -> None:
     assert page.input_value("#cost-peak_tflops") == "312"
     assert "2026" in page.locator("#lab-cost").inner_text()
     assert "Is it worth it?" in page.locator("#lab-cost").inner_text()
+    # The whole-run estimate says what the interruptions cost: the share of time that trains,
+    # with checkpoints at Young's interval, as the estimator works it out.
+    page.wait_for_function("window.trainingRunLabs.cost.estimate?.goodput")
+    g = labs(page, "cost")["estimate"]["goodput"]
+    assert 0 < g["effective"] < 1
+    shown = page.locator("#cost-estimate").inner_text()
+    assert "Time that trains" in shown and f"{g['effective']:.1%}" in shown, shown
     assert w.errors == []
 
 

@@ -5,9 +5,9 @@
 // Beside it: expected interruptions (a day on this many GPUs, and over the run) at the rate
 // Llama 3's pre-training published, and the whole-run estimate of `trainingrun estimate`
 // (POST /api/labs/estimate: FLOPs from the active parameters, GPU-hours, days, energy, cost,
-// interruptions) with its assumptions stated.
+// interruptions and the share of time that trains despite them) with its assumptions stated.
 
-import { t } from '../i18n/lang.js';
+import { num, t } from '../i18n/lang.js';
 import { h, local } from './dom.js';
 import * as api from './api.js';
 
@@ -147,6 +147,7 @@ export function create() {
         out(t('Energy'), t('{n} MWh', { n: plain(e.energy_mwh) }), t('PUE {pue}', { pue: e.pue })),
         out(t('Cost'), money(e.cost_usd), t('at ${price} per GPU-hour', { price: e.price_per_gpu_hour })),
         out(t('Interruptions'), plain(e.interruptions), t('≈ {n} a day', { n: plain(e.interruptions_per_day) })),
+        goodput(e),
       );
       els.estimateRules.replaceChildren(...e.assumptions.map((a) => h('li', { text: a })));
     } else {
@@ -156,6 +157,19 @@ export function create() {
     els.assumptions.replaceChildren(...r.assumptions.map((a) => h('li', { text: a })));
     // One element per source, so a page in another language finds each one's words.
     els.sources.replaceChildren(`${t('Sources:')} `, ...r.sources.flatMap((src, k) => [...(k ? ['; '] : []), h('span', { text: src })]), '.');
+  }
+
+  // What the interruptions cost: the share of time that trains, with checkpoints at
+  // Young's interval (app/labs/goodput.py).
+  function goodput(e) {
+    const g = e.goodput;
+    const { plain } = local;
+    if (!g) return out(t('Time that trains'), '0', t('interruptions come faster than a restart'));
+    return out(
+      t('Time that trains'),
+      num(g.effective, { percent: 1 }),
+      t('checkpoint every {min} min; {days} days with restarts', { min: plain(g.interval_s / 60), days: plain(g.wall_hours / 24) }),
+    );
   }
 
   return {
