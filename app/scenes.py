@@ -68,6 +68,8 @@ CAPTION_PLACEHOLDERS = {
     "top_word": "the model's most likely word after the probe prompt",
     "top_p": "that word's probability, as a percentage",
     "restarts": "rollbacks after failures so far",
+    "interrupted_every": "how often a real job on this many GPUs would be interrupted, at the "
+    "rate of Llama 3's pre-training (419 unexpected interruptions in 54 days on 16,384 GPUs)",
     "preset": "the simulated hardware preset",
     "gpu_name": "the simulated GPU's name",
 }

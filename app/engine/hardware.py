@@ -133,3 +133,17 @@ DATASHEETS: dict[str, GpuDatasheet] = {
     "h800-sxm": H800_SXM,
     "v100-sxm2-32gb": V100_SXM2_32GB,
 }
+
+
+# How often GPUs in a large synchronous job interrupt it: "The Llama 3 Herd of Models"
+# (Meta, 2024), section 3.3.4: 419 unexpected interruptions during a 54-day snapshot of
+# pre-training on 16,384 H100 GPUs. A job on N GPUs is interrupted about N times as often
+# as one GPU (the estimator, the cost lab and the tour quote it).
+LLAMA3_INTERRUPTIONS = 419
+LLAMA3_DAYS = 54
+LLAMA3_GPUS = 16_384
+INTERRUPTIONS_PER_GPU_HOUR = LLAMA3_INTERRUPTIONS / (LLAMA3_GPUS * LLAMA3_DAYS * 24)
+INTERRUPTION_SOURCE = (
+    "The Llama 3 Herd of Models (Meta, 2024), section 3.3.4: 419 unexpected interruptions "
+    "in 54 days on 16,384 H100 GPUs"
+)

@@ -64,7 +64,14 @@ from typing import Any
 import numpy as np
 
 from .collectives import RingTrace
-from .hardware import A100_SXM_80GB, B200_HGX, H100_SXM, H800_SXM, GpuDatasheet
+from .hardware import (
+    A100_SXM_80GB,
+    B200_HGX,
+    H100_SXM,
+    H800_SXM,
+    INTERRUPTIONS_PER_GPU_HOUR,
+    GpuDatasheet,
+)
 
 # ---- stated rules ---------------------------------------------------------------------------
 
@@ -261,6 +268,7 @@ def preset_info(name: str) -> dict[str, Any]:
         "gpus_per_server": p.gpus_per_server,
         "flops": p.flops,
         "mfu": p.mfu,
+        "interruptions_per_gpu_hour": INTERRUPTIONS_PER_GPU_HOUR,
         "memory_bytes": p.memory_bytes,
         "hbm_bytes_per_s": p.hbm_bytes_per_s,
         "nvlink_bytes_per_s": p.nvlink_bytes_per_s,

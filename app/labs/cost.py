@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from app.engine.hardware import INTERRUPTION_SOURCE, INTERRUPTIONS_PER_GPU_HOUR
+
 from .goodput import (
     CHECKPOINT_BYTES_PER_PARAM,
     RESTART_S,
@@ -41,17 +43,6 @@ DEFAULT_PUE = 1.2  # efficient hyperscale sites report 1.1-1.2; the industry ave
 DEFAULT_KWH_PRICE = 0.10  # USD per kWh, rough industrial rate
 # US Energy Information Administration: an average US home used about 10,500 kWh in a year.
 HOME_KWH_PER_YEAR = 10_500.0
-
-# "The Llama 3 Herd of Models" (Meta, 2024), section 3.3.4: 419 unexpected interruptions
-# during a 54-day snapshot of pre-training on 16,384 H100 GPUs.
-LLAMA3_INTERRUPTIONS = 419
-LLAMA3_DAYS = 54
-LLAMA3_GPUS = 16_384
-INTERRUPTIONS_PER_GPU_HOUR = LLAMA3_INTERRUPTIONS / (LLAMA3_GPUS * LLAMA3_DAYS * 24)
-INTERRUPTION_SOURCE = (
-    "The Llama 3 Herd of Models (Meta, 2024), section 3.3.4: 419 unexpected interruptions "
-    "in 54 days on 16,384 H100 GPUs"
-)
 
 PRECISION_CHOICES = ("bf16", "fp8")
 

@@ -5,6 +5,8 @@ names live in one table. Real server, real page."""
 
 from __future__ import annotations
 
+import pytest
+
 NAMES = """async () => {
   const { liveValues } = await import('/static/js/ui/live.js');
   const { store } = await import('/static/js/store.js');
@@ -14,6 +16,9 @@ NAMES = """async () => {
     declared: Object.keys(spec.placeholders),
     computed: Object.keys(values),
     types: Object.fromEntries(Object.entries(values).map(([k, v]) => [k, typeof v])),
+    interrupted: values.interrupted_every,
+    rate: store.state.hello.preset.interruptions_per_gpu_hour,
+    gpus: store.state.hello.config.gpus,
   };
 }"""
 
@@ -29,6 +34,11 @@ def test_live_values_are_exactly_the_declared_placeholders(page_at, web) -> None
     assert not declared - computed, f"declared but never computed: {sorted(declared - computed)}"
     assert not computed - declared, f"computed but not declared: {sorted(computed - declared)}"
     assert set(out["types"].values()) == {"string"}, out["types"]
+    # How often a real job of this size would stop, at Llama 3's rate (419 in 54 days on
+    # 16,384 GPUs): one GPU of it every 3.09 hours x 16,384 / GPUs.
+    assert out["rate"] * 16_384 * 54 * 24 == pytest.approx(419)
+    hours = 1 / (out["rate"] * out["gpus"])
+    assert out["interrupted"] == f"{round(hours / 24)} days", (out["gpus"], out["interrupted"])
     assert w.errors == []
 
 

@@ -19,8 +19,21 @@ export { NOT_YET, fillTemplate, quoted };
 
 // The values' writers: English (the translator's to put into the page's language), or the
 // page's language's own (`here`).
-const ENGLISH = { int: fmtInt, bytes: fmtBytes, loss: fmtLoss, rate: fmtRate, secs: fmtSeconds, pct: (p) => `${Math.round(p * 100)}%`, none: () => 'none yet' };
-const HERE = { int: whole, bytes, loss, rate, secs: seconds, pct: (p) => percent(p), none: () => t('none yet') };
+const ENGLISH = { int: fmtInt, bytes: fmtBytes, loss: fmtLoss, rate: fmtRate, secs: fmtSeconds, pct: (p) => `${Math.round(p * 100)}%`, none: () => 'none yet', every: (r, n) => interval(r, n, (unit, v) => `${fmtInt(v)} ${unit}`) };
+const HERE = {
+  int: whole, bytes, loss, rate, secs: seconds, pct: (p) => percent(p), none: () => t('none yet'),
+  every: (r, n) => interval(r, n, (unit, v) => ({ minutes: t('{n} minutes', { n: v }), hours: t('{n} hours', { n: v }), days: t('{n} days', { n: v }) })[unit]),
+};
+
+/** How long, on average, between interruptions of a job on `gpus` GPUs that each fail at
+ * `rate` per hour: in minutes up to two hours, hours up to two days, then days (`say(unit,
+ * n)` writes it). */
+function interval(rate, gpus, say) {
+  if (!(rate > 0) || !(gpus > 0)) return '–';
+  const hours = 1 / (rate * gpus);
+  if (hours < 2) return say('minutes', Math.round(hours * 60));
+  return hours < 48 ? say('hours', Math.round(hours)) : say('days', Math.round(hours / 24));
+}
 
 function lastCheckpoint(state) {
   const ok = (state.checkpoints ?? []).filter((c) => c.ok !== false);
@@ -36,7 +49,7 @@ function groupSeconds(step, hello) {
 
 /** A display string for every declared placeholder name; `here`: in the page's language. */
 export function liveValues(store, { here = false } = {}) {
-  const { int, bytes, loss, rate, secs, pct, none } = here ? HERE : ENGLISH;
+  const { int, bytes, loss, rate, secs, pct, none, every } = here ? HERE : ENGLISH;
   const s = store.state;
   const step = s.step;
   const hello = s.hello;
@@ -92,6 +105,7 @@ export function liveValues(store, { here = false } = {}) {
     top_word: top ? top.token : '…',
     top_p: top ? pct(top.p) : '–',
     restarts: int(s.status?.restarts ?? s.rollbacks),
+    interrupted_every: every(preset?.interruptions_per_gpu_hour, cfg?.gpus ?? topo?.gpus?.length),
     preset: preset?.label ?? preset?.name ?? '',
     gpu_name: preset?.gpu ?? preset?.label ?? 'GPU',
   };
