@@ -16,6 +16,7 @@ import argparse
 from app.cli.memory import print_lab_result
 from app.cli.parser import CommandParser
 from app.labs.cost import (
+    DEFAULT_CO2_KG_PER_KWH,
     DEFAULT_PUE,
     DEFAULT_UTILISATION,
     PRECISION_CHOICES,
@@ -33,6 +34,7 @@ OPTION = {
     "price_per_gpu_hour": "--price",
     "storage_tbps": "--storage",
     "restart_s": "--restart",
+    "co2_kg_per_kwh": "--co2",
 }
 
 
@@ -86,6 +88,12 @@ def _parser() -> argparse.ArgumentParser:
         default=RESTART_S,
         help=f"seconds a restart after an interruption takes (default {RESTART_S:g})",
     )
+    p.add_argument(
+        "--co2",
+        type=float,
+        default=DEFAULT_CO2_KG_PER_KWH,
+        help=f"the grid's kg of CO2 a kWh (default {DEFAULT_CO2_KG_PER_KWH:g}, the US in 2023)",
+    )
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     return p
 
@@ -99,7 +107,8 @@ def render(r: EstimateResult) -> str:
         f"  GPU-hours     {r.gpu_hours:,.0f}  at {r.mfu:.0%} MFU of "
         f"{r.peak_tflops:,g} TFLOP/s ({r.precision.upper()}, dense)",
         f"  time          {r.days:,.1f} days on {r.gpus:,} GPUs",
-        f"  energy        {r.energy_mwh:,.0f} MWh (board power x PUE {r.pue:g})",
+        f"  energy        {r.energy_mwh:,.0f} MWh (board power x PUE {r.pue:g}), "
+        f"{r.co2_tonnes:,.0f} t CO2",
         f"  cost          ${r.cost_usd:,.0f} rental at ${r.price_per_gpu_hour:g}/GPU-hour "
         f"(+ ${r.electricity_usd:,.0f} electricity)",
         f"  interruptions {r.interruptions:,.0f} expected "
@@ -142,6 +151,7 @@ def estimate_main(argv: list[str] | None = None) -> int:
             price_per_gpu_hour=args.price,
             storage_tbps=args.storage,
             restart_s=args.restart,
+            co2_kg_per_kwh=args.co2,
         ),
         render,
         as_json=args.json,

@@ -8,6 +8,7 @@
   power delivery). Board power alone leaves out CPUs, memory and network, so it is a floor.
 - Cost: GPU-hours x rental price per GPU-hour (rough 2026 figures), and separately the
   electricity at a stated price per kWh.
+- CO2: energy x the grid's CO2 per kWh (the US average in 2023 by default, editable).
 - Interruptions: GPU-hours x a per-GPU-hour rate of unexpected interruptions, from the one
   large run that published its count: "The Llama 3 Herd of Models" (Meta, 2024), section
   3.3.4: 419 unexpected interruptions in a 54-day period of pre-training on 16,384 H100s.
@@ -41,6 +42,14 @@ FLOPS_PER_PARAM_PER_TOKEN = 6.0
 DEFAULT_UTILISATION = 0.40
 DEFAULT_PUE = 1.2  # efficient hyperscale sites report 1.1-1.2; the industry average is ~1.5
 DEFAULT_KWH_PRICE = 0.10  # USD per kWh, rough industrial rate
+# US Energy Information Administration, FAQ 74: in 2023 US utility-scale generation emitted
+# 1.53 billion tonnes of CO2 for 4.18 trillion kWh, about 0.81 lb (0.37 kg) a kWh.
+DEFAULT_CO2_KG_PER_KWH = 0.37
+CO2_SOURCE = (
+    "US Energy Information Administration, FAQ: how much carbon dioxide is produced per "
+    "kilowatthour of U.S. electricity generation (2023: 0.81 lb, 0.37 kg, a kWh)"
+)
+CO2_KG_PER_KWH_MAX = 10.0
 # US Energy Information Administration: an average US home used about 10,500 kWh in a year.
 HOME_KWH_PER_YEAR = 10_500.0
 
@@ -71,6 +80,7 @@ class CostInputs:
     pue: float
     price_per_gpu_hour: float
     kwh_price: float
+    co2_kg_per_kwh: float = DEFAULT_CO2_KG_PER_KWH
 
 
 @dataclass
@@ -88,6 +98,7 @@ class CostResult:
     sources: list[str]
     interruptions: float = 0.0  # expected over the run, at INTERRUPTIONS_PER_GPU_HOUR
     interruptions_per_day: float = 0.0  # on this many GPUs
+    co2_tonnes: float = 0.0  # energy_kwh x the grid's CO2 a kWh
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,6 +120,7 @@ def compute_cost(
     pue: float = DEFAULT_PUE,
     price_per_gpu_hour: float | None = None,
     kwh_price: float = DEFAULT_KWH_PRICE,
+    co2_kg_per_kwh: float = DEFAULT_CO2_KG_PER_KWH,
 ) -> CostResult:
     """Estimate time, GPU-hours, energy and cost. Raises FieldError naming the bad field."""
     n = _count("params", params)
@@ -137,12 +149,16 @@ def compute_cost(
         raise FieldError("price_per_gpu_hour", f"must be from 0 to {PRICE_PER_GPU_HOUR_MAX:g}")
     if not 0 <= kwh_price <= KWH_PRICE_MAX:
         raise FieldError("kwh_price", f"must be from 0 to {KWH_PRICE_MAX:g}")
+    if not 0 <= co2_kg_per_kwh <= CO2_KG_PER_KWH_MAX:
+        raise FieldError("co2_kg_per_kwh", f"must be from 0 to {CO2_KG_PER_KWH_MAX:g} kg")
 
     flops = FLOPS_PER_PARAM_PER_TOKEN * n * t
     seconds = flops / (gpus * peak * 1e12 * utilisation)
     gpu_hours = gpus * seconds / 3600
     energy_kwh = power / 1000 * gpu_hours * pue
-    inputs = CostInputs(n, t, gpu, int(gpus), utilisation, peak, power, pue, price, kwh_price)
+    inputs = CostInputs(
+        n, t, gpu, int(gpus), utilisation, peak, power, pue, price, kwh_price, co2_kg_per_kwh
+    )
     return CostResult(
         inputs=inputs,
         flops=flops,
@@ -155,6 +171,7 @@ def compute_cost(
         electricity_cost=energy_kwh * kwh_price,
         interruptions=gpu_hours * INTERRUPTIONS_PER_GPU_HOUR,
         interruptions_per_day=interruptions_per_day(int(gpus)),
+        co2_tonnes=energy_kwh * co2_kg_per_kwh / 1000,
         assumptions=[
             "Work = 6 x parameters x tokens floating-point operations (forward 2 + backward 4).",
             f"Time = work / (GPUs x {peak:g} TFLOP/s peak x {utilisation:.0%} utilisation).",
@@ -162,6 +179,7 @@ def compute_cost(
             "CPUs, memory and network would add more.",
             f"Rental = GPU-hours x ${price:g} per GPU-hour. {PRICE_NOTE}",
             f"Electricity = energy x ${kwh_price:g} per kWh.",
+            f"CO2 = energy x {co2_kg_per_kwh:g} kg per kWh, the grid's average (US, 2023).",
             "Homes: an average US home uses about 10,500 kWh a year (US EIA).",
             f"Interruptions: {INTERRUPTIONS_PER_GPU_HOUR * 1e6:.1f} per million GPU-hours, "
             "the rate of Llama 3's pre-training (419 in 54 days on 16,384 H100s).",
@@ -172,6 +190,7 @@ def compute_cost(
             "Kaplan et al. 2020, Scaling Laws for Neural Language Models (6ND rule)",
             "US Energy Information Administration, residential electricity use",
             INTERRUPTION_SOURCE,
+            CO2_SOURCE,
         ],
     )
 
@@ -203,6 +222,7 @@ class EstimateResult:
     gpu_hours: float
     days: float
     energy_mwh: float
+    co2_tonnes: float  # energy x the grid's CO2 a kWh
     cost_usd: float  # GPU rental
     electricity_usd: float
     interruptions: float  # expected over the run
@@ -253,6 +273,7 @@ def estimate(
     kwh_price: float = DEFAULT_KWH_PRICE,
     storage_tbps: float = STORAGE_TBPS,
     restart_s: float = RESTART_S,
+    co2_kg_per_kwh: float = DEFAULT_CO2_KG_PER_KWH,
 ) -> EstimateResult:
     """FLOPs (6 x active parameters x tokens), GPU-hours at `mfu` of the GPU's dense peak in
     `precision`, days on `gpus`, energy with PUE, rental cost, expected interruptions and
@@ -274,6 +295,7 @@ def estimate(
         pue=pue,
         price_per_gpu_hour=price_per_gpu_hour,
         kwh_price=kwh_price,
+        co2_kg_per_kwh=co2_kg_per_kwh,
     )
     try:
         lost: Goodput | None = goodput(
@@ -311,6 +333,7 @@ def estimate(
         gpu_hours=r.gpu_hours,
         days=r.days,
         energy_mwh=r.energy_kwh / 1000,
+        co2_tonnes=r.co2_tonnes,
         cost_usd=r.rental_cost,
         electricity_usd=r.electricity_cost,
         interruptions=r.interruptions,

@@ -16,6 +16,8 @@ from app.engine.lens import DEFAULT_PLANS, MODELS, LensError, LensResult, lens
 from app.engine.timing import PRESETS
 from app.labs.content import Classroom, classroom
 from app.labs.cost import (
+    CO2_KG_PER_KWH_MAX,
+    DEFAULT_CO2_KG_PER_KWH,
     DEFAULT_KWH_PRICE,
     DEFAULT_PUE,
     DEFAULT_UTILISATION,
@@ -200,6 +202,7 @@ def options() -> dict[str, Any]:
             "utilisation": DEFAULT_UTILISATION,
             "pue": DEFAULT_PUE,
             "kwh_price": DEFAULT_KWH_PRICE,
+            "co2_kg_per_kwh": DEFAULT_CO2_KG_PER_KWH,
         },
     }
 
@@ -220,6 +223,9 @@ class CostRequest(_LabRequest):
     pue: Finite = Field(DEFAULT_PUE, ge=1, le=PUE_MAX)
     price_per_gpu_hour: Finite | None = Field(None, ge=0, le=PRICE_PER_GPU_HOUR_MAX)
     kwh_price: Finite = Field(DEFAULT_KWH_PRICE, ge=0, le=KWH_PRICE_MAX)
+    co2_kg_per_kwh: Finite = Field(
+        DEFAULT_CO2_KG_PER_KWH, ge=0, le=CO2_KG_PER_KWH_MAX, description="the grid's kg CO2 a kWh"
+    )
 
     @field_validator("params", "tokens")
     @classmethod
@@ -267,6 +273,9 @@ class EstimateRequest(_LabRequest):
     )
     restart_s: Finite = Field(
         RESTART_S, ge=0, le=RESTART_S_MAX, description="seconds a restart takes"
+    )
+    co2_kg_per_kwh: Finite = Field(
+        DEFAULT_CO2_KG_PER_KWH, ge=0, le=CO2_KG_PER_KWH_MAX, description="the grid's kg CO2 a kWh"
     )
 
     @field_validator("params", "tokens", "active_params")

@@ -49,7 +49,7 @@ def test_preset_info_keeps_its_wire_shape():
         "hbm_bytes_per_s", "nvlink_bytes_per_s", "network_bytes_per_s", "pcie_bytes_per_s",
         "storage_bytes_per_s", "latency_s", "power_w", "sources", "assumptions",
         "nvlink_gbps", "network_gbps", "grad_wire_bytes", "kernel_floor_s", "bucket_bytes",
-        "first_bucket_bytes",
+        "first_bucket_bytes", "interruptions_per_gpu_hour",
     }  # fmt: skip
     assert info["gpu"] == "NVIDIA H100 SXM 80 GB"
     assert info["nvlink_gbps"] == 450.0  # NVLink 4: 900 GB/s both directions, 450 one way

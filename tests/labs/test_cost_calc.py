@@ -19,6 +19,9 @@ def test_six_n_d_over_cluster_throughput() -> None:
     assert r.energy_kwh == pytest.approx(0.7 * r.gpu_hours * 1.2)
     assert r.rental_cost == pytest.approx(r.gpu_hours * GPUS["h100-80gb"].price_per_hour)
     assert r.electricity_cost == pytest.approx(r.energy_kwh * 0.10)
+    # The grid's CO2: the US average in 2023 (EIA: 0.81 lb, 0.37 kg, a kWh), sourced.
+    assert r.co2_tonnes == pytest.approx(r.energy_kwh * 0.37 / 1000)
+    assert any("0.37 kg" in src for src in r.sources)
     assert any("2026" in a for a in r.assumptions)
 
 
@@ -41,12 +44,14 @@ def test_every_assumption_can_be_overridden() -> None:
         pue=1.5,
         price_per_gpu_hour=2.0,
         kwh_price=0.2,
+        co2_kg_per_kwh=0.05,
     )
     hours = 6 * 1e9 * 20e9 / (8 * 100e12 * 0.5) / 3600
     assert r.gpu_hours == pytest.approx(8 * hours)
     assert r.energy_kwh == pytest.approx(0.3 * 8 * hours * 1.5)
     assert r.rental_cost == pytest.approx(2.0 * 8 * hours)
     assert r.electricity_cost == pytest.approx(0.2 * r.energy_kwh)
+    assert r.co2_tonnes == pytest.approx(0.05 * r.energy_kwh / 1000)  # a low-carbon grid
 
 
 @pytest.mark.parametrize(
@@ -58,6 +63,7 @@ def test_every_assumption_can_be_overridden() -> None:
         ({"gpus": 0}, "gpus"),
         ({"utilisation": 1.5}, "utilisation"),
         ({"pue": 0.9}, "pue"),
+        ({"co2_kg_per_kwh": -0.1}, "co2_kg_per_kwh"),
     ],
 )
 def test_invalid_input_names_the_field(kwargs: dict, field: str) -> None:

@@ -9,6 +9,7 @@ import re
 import zlib
 
 import httpx
+import pytest
 
 # About layout: the pages open at full HD, not the small size the other browser tests use.
 VIEWPORT = {"width": 1920, "height": 1080}
@@ -210,6 +211,13 @@ def test_cost_panel_recomputes_from_edited_assumptions(page_at, web) -> None:
     assert 0 < g["effective"] < 1
     shown = page.locator("#cost-estimate").inner_text()
     assert "Time that trains" in shown and f"{g['effective']:.1%}" in shown, shown
+    # The grid's CO2 a kWh is an assumption like the others: halved, the emissions halve.
+    co2 = labs(page, "cost")["co2_tonnes"]
+    assert page.input_value("#cost-co2_kg_per_kwh") == "0.37" and co2 > 0
+    page.fill("#cost-co2_kg_per_kwh", "0.185")
+    page.press("#cost-co2_kg_per_kwh", "Tab")
+    page.wait_for_function("window.trainingRunLabs.cost.inputs.co2_kg_per_kwh === 0.185")
+    assert labs(page, "cost")["co2_tonnes"] == pytest.approx(co2 / 2)
     assert w.errors == []
 
 

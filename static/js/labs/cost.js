@@ -21,12 +21,13 @@ const FIELDS = () => [
   { key: 'pue', label: t('PUE: data-centre overhead'), type: 'number', min: 1, max: 5, step: 0.05 },
   { key: 'price_per_gpu_hour', label: t('Rent, $ per GPU-hour (rough 2026)'), type: 'number', min: 0, step: 0.1 },
   { key: 'kwh_price', label: t('Electricity, $ per kWh'), type: 'number', min: 0, step: 0.01 },
+  { key: 'co2_kg_per_kwh', label: t('Grid CO2, kg per kWh'), type: 'number', min: 0, max: 10, step: 0.01 },
 ];
 // These follow the GPU choice until someone types their own value.
 const FROM_GPU = { peak_tflops: 'bf16_tflops', power_w: 'power_w', price_per_gpu_hour: 'price_per_hour' };
 
 export function create() {
-  const state = { params: '70B', tokens: '2T', gpu: 'h100-80gb', gpus: 1024, utilisation: 0.4, pue: 1.2, kwh_price: 0.1 };
+  const state = { params: '70B', tokens: '2T', gpu: 'h100-80gb', gpus: 1024, utilisation: 0.4, pue: 1.2, kwh_price: 0.1, co2_kg_per_kwh: 0.37 };
   // The estimator's own choices: the parameters each token uses (a mixture of experts uses
   // only some of them; empty: all) and the precision the maths runs in.
   const extra = { active_params: '', precision: 'bf16' };
@@ -43,7 +44,7 @@ export function create() {
     for (const k of Object.keys(FROM_GPU)) if (!edited.has(k)) delete body[k];
     try {
       const r = await api.post('cost', body);
-      const est = { params: state.params, tokens: state.tokens, gpu: state.gpu, gpus: state.gpus, mfu: state.utilisation, pue: state.pue, precision: extra.precision };
+      const est = { params: state.params, tokens: state.tokens, gpu: state.gpu, gpus: state.gpus, mfu: state.utilisation, pue: state.pue, precision: extra.precision, co2_kg_per_kwh: state.co2_kg_per_kwh };
       if (extra.active_params) est.active_params = extra.active_params;
       if (edited.has('price_per_gpu_hour')) est.price_per_gpu_hour = state.price_per_gpu_hour;
       const e = await api.post('estimate', est).catch((err) => ({ error: err }));
@@ -134,6 +135,7 @@ export function create() {
       out(t('Training time'), time, t('{gpus} GPUs at {pct}%', { gpus: plain(i.gpus), pct: Math.round(i.utilisation * 100) })),
       out(t('GPU-hours'), plain(r.gpu_hours), t('{flops} FLOPs of work', { flops: sci(r.flops) })),
       out(t('Energy'), r.energy_kwh >= 1000 ? t('{n} MWh', { n: plain(r.energy_kwh / 1000) }) : t('{n} kWh', { n: plain(r.energy_kwh) }), t('≈ {n} US homes for a year', { n: plain(r.homes_for_a_year) })),
+      out(t('CO2'), t('{n} t', { n: plain(r.co2_tonnes) }), t('at {kg} kg per kWh', { kg: i.co2_kg_per_kwh })),
       out(t('Cost'), money(r.rental_cost), t('rent; electricity alone {money}', { money: money(r.electricity_cost) })),
       out(t('Interruptions'), t('{n} a day', { n: plain(r.interruptions_per_day) }), t("on {gpus} GPUs; ≈ {n} over the run (Llama 3's rate)", { gpus: plain(i.gpus), n: plain(r.interruptions) })),
     );
@@ -144,7 +146,7 @@ export function create() {
         out(t('Work'), t('{flops} FLOPs', { flops: sci(e.flops) }), t('6 × {active} active parameters × {tokens} tokens', { active: plain(e.active_params), tokens: plain(e.tokens) })),
         out(t('GPU-hours'), plain(e.gpu_hours), t('{precision} at {pct}% MFU', { precision: e.precision.toUpperCase(), pct: Math.round(e.mfu * 100) })),
         out(t('Days'), plain(e.days), t('on {gpus} GPUs', { gpus: plain(e.gpus) })),
-        out(t('Energy'), t('{n} MWh', { n: plain(e.energy_mwh) }), t('PUE {pue}', { pue: e.pue })),
+        out(t('Energy'), t('{n} MWh', { n: plain(e.energy_mwh) }), t('PUE {pue}; {n} t CO2', { pue: e.pue, n: plain(e.co2_tonnes) })),
         out(t('Cost'), money(e.cost_usd), t('at ${price} per GPU-hour', { price: e.price_per_gpu_hour })),
         out(t('Interruptions'), plain(e.interruptions), t('≈ {n} a day', { n: plain(e.interruptions_per_day) })),
         goodput(e),
