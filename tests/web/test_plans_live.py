@@ -167,6 +167,7 @@ READ_HUD = """(() => {
     layout: card.querySelector('.plan-layout').textContent,
     detail: card.querySelector('.plan-detail').textContent,
     pct: card.querySelector('.plan-bubble-pct')?.textContent ?? null,
+    textbook: card.querySelector('.plan-textbook').textContent,
     traffic: [...card.querySelectorAll('.plan-traffic li')].map((li) => li.dataset.kind),
     stats: window.trainingRun.planStats,
     total: Number(document.getElementById('timebar').dataset.total),
@@ -204,6 +205,11 @@ def test_the_hud_plan_card_shows_the_plan_its_bubble_and_traffic(
         bubble = hud["stats"]["bubble_fraction"]
         assert 0 < bubble < 1
         assert hud["pct"] == f"{100 * bubble:.1f}%"
+        # Beside it, the textbook's (p - 1) / (m + p - 1) = 1/5, and why the measured one
+        # is larger: the tiny stage's work is short beside a hand-off on its link.
+        assert hud["textbook"].startswith("Textbook, (p − 1) / (m + p − 1): 20.0%"), hud
+        if bubble > 0.22:
+            assert "each hand-off between stages takes" in hud["textbook"], hud["textbook"]
         assert {"p2p", "tp_allreduce"} <= set(hud["traffic"])
         assert set(hud["traffic"]) == {k for k, v in hud["stats"]["traffic_bytes"].items() if v}
         if query:

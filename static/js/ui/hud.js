@@ -9,6 +9,7 @@ import { TraceView } from '../scene/trace.js';
 import { activeFaults } from '../store.js';
 import { join, num, t, tr } from '../i18n/lang.js';
 import { percent, rate, seconds as secs, whole } from '../i18n/units.js';
+import { handoffs, textbookBubble } from './bubble.js';
 import { el, fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds } from './format.js';
 
 // The groups that move data between GPUs and add to the step (app/engine/lens.py COMMUNICATION).
@@ -502,12 +503,23 @@ export function mountHud(store) {
   renderStatus();
 }
 
+/** The textbook's bubble beside the measured one, and why they differ (ui/bubble.js). */
+function textbookWords(p, stats, trace) {
+  const book = textbookBubble(p.pp, p.microbatches);
+  const said = t('Textbook, (p − 1) / (m + p − 1): {pct}', { pct: percent(book, 1) });
+  if (!stats) return said;
+  const hops = handoffs(trace);
+  if (!hops || stats.bubble_fraction - book < 0.02) return `${said}. ${t('The same as measured.')}`;
+  return `${said}. ${t('Measured is more: each hand-off between stages takes {hop} on its link, beside {work} of a stage’s work on a microbatch; the textbook counts hand-offs as free.', { hop: secs(hops.handoff), work: secs(hops.work) })}`;
+}
+
 /** The plan card: the plan in words, the measured bubble, each kind's traffic per step. */
 function buildPlanCard(root) {
   if (!root) return { render() {} };
   const layout = el('p', { class: 'plan-layout' });
   const detail = el('p', { class: 'plan-detail' });
   const bubble = el('p', { class: 'plan-bubble' });
+  const textbook = el('p', { class: 'plan-textbook' });
   const trafficHead = el('p', { class: 'plan-traffic-head', text: t('Sent between GPUs in this step') });
   const traffic = el('ul', { class: 'plan-traffic', 'aria-label': t('Bytes sent between GPUs in this step') });
   root.replaceChildren(
@@ -515,6 +527,7 @@ function buildPlanCard(root) {
     layout,
     detail,
     bubble,
+    textbook,
     trafficHead,
     traffic,
   );
@@ -546,9 +559,11 @@ function buildPlanCard(root) {
           el('strong', { class: 'plan-bubble-pct', text: pct }),
           el('span', { class: 'plan-why' }, ' ', t('of the stages’ time spent waiting, measured')),
         );
+        textbook.textContent = textbookWords(p, stats, state.step?.trace);
       } else {
         bubble.textContent = t('One stage: no pipeline, no bubble');
       }
+      textbook.hidden = p.pp === 1 || !textbook.textContent;
       const rows = planTraffic(hello, stats).map((x) =>
         el(
           'li',
