@@ -4,7 +4,9 @@ One set of rules of thumb, stated as data so the screen, the REST API and the CL
 same thing:
 
 - Weights: parameters x bytes per number (the chosen precision).
-- Serving: weights plus about 20% working memory (activations, the attention cache).
+- Serving: weights plus about 20% working memory (activations, the attention cache), on as
+  many GPUs as a tensor-parallel deployment takes: 1, 2, 4 or 8 GPUs of one server (the
+  attention heads must divide evenly), then whole servers of 8.
 - Training: about 16 bytes per parameter with mixed-precision Adam: 2 for the bf16 weight,
   2 for its gradient, 12 for the optimizer (an fp32 master copy 4, momentum 4, variance 4).
   This is the baseline of the ZeRO paper (Rajbhandari et al., 2020): 7.5B params -> 120 GB.
@@ -27,6 +29,7 @@ from .hardware import GPUS, PRECISIONS, parse_count
 
 SERVE_OVERHEAD = 0.20
 USABLE_FRACTION = 0.90
+GPUS_PER_SERVER = 8  # an HGX / DGX server; tensor parallelism stays inside one
 
 # Mixed-precision Adam, bytes per parameter.
 TRAINING_PARTS: list[tuple[str, str, float]] = [
@@ -41,7 +44,8 @@ FP32_GRADS_BYTES_PER_PARAM = 2.0 + 4.0 + 12.0  # 18: bf16 weight + fp32 gradient
 
 RULES: list[str] = [
     "Weights = parameters x bytes per number (the precision you pick).",
-    "Serving needs the weights plus about 20% working memory.",
+    "Serving needs the weights plus about 20% working memory, on 1, 2, 4 or 8 GPUs of one "
+    "server (a tensor-parallel size the attention heads divide into), then whole servers.",
     "Training needs about 16 bytes per parameter with mixed-precision Adam: "
     "2 weight + 2 gradient + 12 optimizer (fp32 master copy 4, momentum 4, variance 4). "
     "Precision here changes serving only; training uses this usual recipe.",
@@ -161,6 +165,16 @@ def gpus_needed(total_bytes: float, per_gpu: float) -> int:
     return max(1, math.ceil(round(total_bytes / per_gpu, 9)))
 
 
+def gpus_to_serve(total_bytes: float, per_gpu: float) -> int:
+    """GPUs a deployment serves `total_bytes` on: the fewest that hold it, rounded up to a
+    tensor-parallel size real deployments use (1, 2, 4 or 8 GPUs of one server, so the
+    attention heads split evenly), then to whole servers of 8."""
+    n = gpus_needed(total_bytes, per_gpu)
+    if n <= GPUS_PER_SERVER:
+        return 1 << (n - 1).bit_length()
+    return GPUS_PER_SERVER * math.ceil(n / GPUS_PER_SERVER)
+
+
 def compute_memory(params: float | str, precision: str, gpu: str) -> MemoryResult:
     """Work out serving and training memory. Raises ValueError naming the bad field."""
     try:
@@ -195,7 +209,7 @@ def compute_memory(params: float | str, precision: str, gpu: str) -> MemoryResul
         usable_bytes_per_gpu=usable,
         weights_bytes=weights,
         serve_bytes=serve,
-        gpus_to_serve=gpus_needed(serve, usable),
+        gpus_to_serve=gpus_to_serve(serve, usable),
         training_bytes_per_param=TRAINING_BYTES_PER_PARAM,
         training_bytes=training,
         training_parts=parts,

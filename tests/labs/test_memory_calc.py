@@ -7,7 +7,7 @@ import math
 import pytest
 
 from app.labs.hardware import GPUS, PRECISIONS, parse_count
-from app.labs.memory import FieldError, compute_memory, format_bytes
+from app.labs.memory import FieldError, compute_memory, format_bytes, gpus_to_serve
 
 GB = 1e9
 
@@ -16,7 +16,8 @@ def test_70b_bf16_h100_matches_the_explainer() -> None:
     r = compute_memory("70B", "bf16", "h100-80gb")
     assert r.weights_bytes == pytest.approx(140 * GB)
     assert format_bytes(r.weights_bytes) == "140 GB"
-    assert r.gpus_to_serve == 3  # 168 GB over 72 GB usable
+    # 168 GB over 72 GB usable: 3 would hold it; deployments split 70B's heads over 4.
+    assert r.gpus_to_serve == 4
     assert r.training_bytes == pytest.approx(1.12e12)
     assert format_bytes(r.training_bytes) == "1.12 TB"
     assert r.gpus_to_fit_training == 16  # 1120 / 72 = 15.6
@@ -46,8 +47,18 @@ def test_precision_scales_weights_and_serving_only(precision: str) -> None:
     r = compute_memory("70B", precision, "h100-80gb")
     assert r.weights_bytes == pytest.approx(70e9 * PRECISIONS[precision])
     assert r.serve_bytes == pytest.approx(r.weights_bytes * 1.2)
-    assert r.gpus_to_serve == math.ceil(r.serve_bytes / (72 * GB))
+    fewest = math.ceil(r.serve_bytes / (72 * GB))
+    assert r.gpus_to_serve == next(n for n in (1, 2, 4, 8, 16, 24, 32) if n >= fewest)
     assert r.training_bytes == pytest.approx(1.12e12)
+
+
+def test_gpus_to_serve_is_a_tensor_parallel_size() -> None:
+    """1, 2, 4 or 8 GPUs of a server, then whole servers: never 3 or 7 (the issue a
+    deployment meets: 64 heads do not split 3 ways)."""
+    for fewest, size in ((1, 1), (2, 2), (3, 4), (5, 8), (7, 8), (8, 8), (9, 16), (17, 24)):
+        assert gpus_to_serve(fewest * 72 * GB - 1, 72 * GB) == size, fewest
+    # Llama 3 405B in bf16: 972 GB over 72 GB usable holds on 14; served on two servers.
+    assert compute_memory("405B", "bf16", "h100-80gb").gpus_to_serve == 16
 
 
 def test_lower_precision_needs_fewer_gpus_to_serve() -> None:
