@@ -1,6 +1,8 @@
 """`trainingrun memory`: the GPU memory calculator on the command line.
 
 trainingrun memory --params 70B --precision bf16 --gpu h100-80gb [--json]
+                   [--shape llama3-70b | --layers L --kv-heads H --head-dim D]
+                   [--context TOKENS --batch REQUESTS]
 """
 
 from __future__ import annotations
@@ -13,7 +15,15 @@ from typing import Any, Protocol, TypeVar
 
 from app.cli.parser import CommandParser
 from app.labs.hardware import GPUS, PRECISIONS
-from app.labs.memory import FieldError, MemoryResult, compute_memory, format_bytes, format_count
+from app.labs.memory import (
+    MODEL_SHAPES,
+    FieldError,
+    MemoryResult,
+    compute_memory,
+    format_bytes,
+    format_count,
+    serving_from,
+)
 
 
 class LabResult(Protocol):
@@ -40,8 +50,33 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--gpu", default="h100-80gb", choices=list(GPUS), help="GPU model (default h100-80gb)"
     )
+    p.add_argument(
+        "--shape",
+        choices=list(MODEL_SHAPES),
+        default=None,
+        help="a published model's layers, KV heads and head size (with --context, --batch)",
+    )
+    for flag, what in (
+        ("--layers", "layers"),
+        ("--kv-heads", "key/value heads"),
+        ("--head-dim", "numbers in each head"),
+        ("--context", "tokens each request holds"),
+        ("--batch", "requests served at once"),
+    ):
+        p.add_argument(flag, type=int, default=None, help=f"serving: {what}")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     return p
+
+
+def _serving_row(r: MemoryResult) -> tuple[str, str]:
+    if r.kv_cache_bytes is None or r.serving is None:
+        return ("Serving (weights + 20%)", format_bytes(r.serve_bytes))
+    s = r.serving
+    return (
+        "Serving (weights + KV cache)",
+        f"{format_bytes(r.serve_bytes)}: {format_bytes(r.kv_cache_bytes)} of keys and values "
+        f"for {s.batch:,} x {s.context:,} tokens",
+    )
 
 
 def render_table(r: MemoryResult) -> str:
@@ -51,7 +86,7 @@ def render_table(r: MemoryResult) -> str:
         ("Precision", f"{r.precision} ({r.bytes_per_param:g} bytes per number)"),
         ("GPU", f"{r.gpu_label} ({usable} usable, {r.usable_fraction:.0%})"),
         ("Weights", format_bytes(r.weights_bytes)),
-        ("Serving (weights + 20%)", format_bytes(r.serve_bytes)),
+        _serving_row(r),
         ("GPUs to serve", str(r.gpus_to_serve)),
         (f"Training ({r.training_bytes_per_param:g} B/param)", format_bytes(r.training_bytes)),
     ]
@@ -99,7 +134,14 @@ def memory_main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     return print_lab_result(
         "memory",
-        lambda: compute_memory(args.params, args.precision, args.gpu),
+        lambda: compute_memory(
+            args.params,
+            args.precision,
+            args.gpu,
+            serving_from(
+                args.shape, args.layers, args.kv_heads, args.head_dim, args.context, args.batch
+            ),
+        ),
         render_table,
         as_json=args.json,
     )

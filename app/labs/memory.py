@@ -6,7 +6,9 @@ same thing:
 - Weights: parameters x bytes per number (the chosen precision).
 - Serving: weights plus about 20% working memory (activations, the attention cache), on as
   many GPUs as a tensor-parallel deployment takes: 1, 2, 4 or 8 GPUs of one server (the
-  attention heads must divide evenly), then whole servers of 8.
+  attention heads must divide evenly), then whole servers of 8. Given the model's shape and
+  the traffic (context and batch), the attention's key/value cache is counted instead of
+  the 20%: 2 (a key and a value) x layers x KV heads x head size x context x batch numbers.
 - Training: about 16 bytes per parameter with mixed-precision Adam: 2 for the bf16 weight,
   2 for its gradient, 12 for the optimizer (an fp32 master copy 4, momentum 4, variance 4).
   This is the baseline of the ZeRO paper (Rajbhandari et al., 2020): 7.5B params -> 120 GB.
@@ -46,6 +48,8 @@ RULES: list[str] = [
     "Weights = parameters x bytes per number (the precision you pick).",
     "Serving needs the weights plus about 20% working memory, on 1, 2, 4 or 8 GPUs of one "
     "server (a tensor-parallel size the attention heads divide into), then whole servers.",
+    "Given the model's shape, a context and a batch, serving counts the key/value cache "
+    "instead of the 20%: 2 x layers x KV heads x head size x context x batch numbers.",
     "Training needs about 16 bytes per parameter with mixed-precision Adam: "
     "2 weight + 2 gradient + 12 optimizer (fp32 master copy 4, momentum 4, variance 4). "
     "Precision here changes serving only; training uses this usual recipe.",
@@ -56,6 +60,66 @@ RULES: list[str] = [
     "'GPUs just to fit' shares the training state evenly with no copies and ignores "
     "activations: a lower bound. Real runs use far more GPUs, for speed.",
 ]
+
+
+# Published shapes (layers, key/value heads, head size): "The Llama 3 Herd of Models" (Meta,
+# 2024), Table 3; grouped-query attention keeps 8 key/value heads of 128 numbers.
+MODEL_SHAPES: dict[str, tuple[int, int, int]] = {
+    "llama3-8b": (32, 8, 128),
+    "llama3-70b": (80, 8, 128),
+    "llama3-405b": (126, 8, 128),
+}
+SHAPE_SOURCE = "The Llama 3 Herd of Models (Meta, 2024), Table 3: layers, key/value heads"
+SHAPE_MAX = 1_000_000  # layers, heads, head size, context or batch: far past any model
+
+
+@dataclass
+class Serving:
+    """What a deployment holds beside the weights: the key/value cache of `batch`
+    sequences of `context` tokens through `layers` layers of `kv_heads` x `head_dim`."""
+
+    layers: int
+    kv_heads: int
+    head_dim: int
+    context: int
+    batch: int
+
+    def kv_cache_bytes(self, bytes_per_number: float) -> float:
+        return (
+            2.0 * self.layers * self.kv_heads * self.head_dim * self.context * self.batch
+        ) * bytes_per_number
+
+
+def serving_from(
+    shape: str | None = None,
+    layers: int | None = None,
+    kv_heads: int | None = None,
+    head_dim: int | None = None,
+    context: int | None = None,
+    batch: int | None = None,
+) -> Serving | None:
+    """The serving traffic from a named shape (MODEL_SHAPES) or its three numbers, plus the
+    context and the batch; None when none of it is given. FieldError names what is missing."""
+    given = {"layers": layers, "kv_heads": kv_heads, "head_dim": head_dim}
+    if (
+        shape is None
+        and context is None
+        and batch is None
+        and all(v is None for v in given.values())
+    ):
+        return None
+    if shape is not None:
+        if shape not in MODEL_SHAPES:
+            raise FieldError("shape", f"unknown shape {shape!r}; use {list(MODEL_SHAPES)}")
+        given = {
+            k: v if v is not None else d
+            for (k, v), d in zip(given.items(), MODEL_SHAPES[shape], strict=True)
+        }
+    for name, v in {**given, "context": context, "batch": batch}.items():
+        if v is None:
+            why = "" if name in ("context", "batch") else " (or give a shape)"
+            raise FieldError(name, f"is needed to count the key/value cache{why}")
+    return Serving(given["layers"], given["kv_heads"], given["head_dim"], context, batch)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -114,6 +178,10 @@ class MemoryResult:
     memory_case: SceneMemoryCase
     # The training state shared evenly over gpus_to_fit_training GPUs: each one's share.
     spread_case: SceneMemoryCase
+    # The key/value cache counted in serve_bytes, when the serving shape was given (else
+    # serve_bytes is the weights + 20% rule of thumb), and the shape it was worked out for.
+    kv_cache_bytes: float | None = None
+    serving: Serving | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -175,8 +243,11 @@ def gpus_to_serve(total_bytes: float, per_gpu: float) -> int:
     return GPUS_PER_SERVER * math.ceil(n / GPUS_PER_SERVER)
 
 
-def compute_memory(params: float | str, precision: str, gpu: str) -> MemoryResult:
-    """Work out serving and training memory. Raises ValueError naming the bad field."""
+def compute_memory(
+    params: float | str, precision: str, gpu: str, serving: Serving | None = None
+) -> MemoryResult:
+    """Work out serving and training memory; with `serving`, the serving memory is the
+    weights and that traffic's key/value cache. Raises ValueError naming the bad field."""
     try:
         n = parse_count(params)
     except ValueError as e:
@@ -190,7 +261,13 @@ def compute_memory(params: float | str, precision: str, gpu: str) -> MemoryResul
     capacity = float(spec.datasheet.memory_bytes)
     usable = capacity * USABLE_FRACTION
     weights = n * bpp
-    serve = weights * (1 + SERVE_OVERHEAD)
+    kv = None
+    if serving is not None:
+        for name, v in asdict(serving).items():
+            if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= SHAPE_MAX:
+                raise FieldError(name, f"must be a whole number from 1 to {SHAPE_MAX:,}")
+        kv = serving.kv_cache_bytes(bpp)
+    serve = weights * (1 + SERVE_OVERHEAD) if kv is None else weights + kv
     parts = [MemoryPart(name, label, b, n * b) for name, label, b in TRAINING_PARTS]
     training = n * TRAINING_BYTES_PER_PARAM
     training18 = n * FP32_GRADS_BYTES_PER_PARAM
@@ -222,6 +299,8 @@ def compute_memory(params: float | str, precision: str, gpu: str) -> MemoryResul
         source=spec.source,
         memory_case=case,
         spread_case=_spread_case(case, n, to_fit),
+        kv_cache_bytes=kv,
+        serving=serving,
     )
 
 

@@ -51,7 +51,16 @@ from app.labs.hardware import (
     GpuSpec,
     parse_count,
 )
-from app.labs.memory import RULES, USABLE_FRACTION, FieldError, MemoryResult, compute_memory
+from app.labs.memory import (
+    MODEL_SHAPES,
+    RULES,
+    SHAPE_MAX,
+    USABLE_FRACTION,
+    FieldError,
+    MemoryResult,
+    compute_memory,
+    serving_from,
+)
 from app.labs.reallook import RealLook, reallook
 from app.labs.ringlab import MAX_GPUS, MIN_GPUS, run_ring_lab
 
@@ -145,10 +154,22 @@ def ring_lab(
 # ---- memory calculator ---------------------------------------------------------------------
 
 
+ShapeCount = Annotated[int, Field(ge=1, le=SHAPE_MAX)]
+ShapeId = Literal[tuple(MODEL_SHAPES)]  # type: ignore[valid-type]
+
+
 class MemoryRequest(_LabRequest):
     params: Count = Field("70B", description="model size: 70B, 1T, 7e9 ... up to 1e16")
     precision: PrecisionId = "bf16"
     gpu: GpuId = "h100-80gb"
+    # Serving traffic: with a context and a batch, the key/value cache is counted (the
+    # model's shape by name, or its layers, KV heads and head size).
+    shape: ShapeId | None = None
+    layers: ShapeCount | None = None
+    kv_heads: ShapeCount | None = None
+    head_dim: ShapeCount | None = None
+    context: ShapeCount | None = Field(None, description="tokens each request holds")
+    batch: ShapeCount | None = Field(None, description="requests served at once")
 
     @field_validator("params")
     @classmethod
@@ -156,8 +177,15 @@ class MemoryRequest(_LabRequest):
         return _count(v)
 
 
-def _memory(req: MemoryRequest) -> dict[str, Any]:
-    return compute_memory(req.params, req.precision, req.gpu).to_dict()
+def _memory(req: MemoryRequest, where: str = "query") -> dict[str, Any]:
+    d = req.model_dump()
+    try:
+        serving = serving_from(
+            *(d[k] for k in ("shape", "layers", "kv_heads", "head_dim", "context", "batch"))
+        )
+        return compute_memory(req.params, req.precision, req.gpu, serving).to_dict()
+    except FieldError as e:
+        raise HTTPException(422, [_problem(e.field, e.message, where)]) from None
 
 
 @router.get("/memory", response_model=MemoryResult)
@@ -167,7 +195,7 @@ def memory_get(req: Annotated[MemoryRequest, Query()]) -> dict[str, Any]:
 
 @router.post("/memory", response_model=MemoryResult)
 def memory_post(req: MemoryRequest) -> dict[str, Any]:
-    return _memory(req)
+    return _memory(req, "body")
 
 
 class PrecisionOption(BaseModel):

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from app.labs.hardware import GPUS, PRECISIONS, parse_count
-from app.labs.memory import FieldError, compute_memory, format_bytes, gpus_to_serve
+from app.labs.memory import FieldError, compute_memory, format_bytes, gpus_to_serve, serving_from
 
 GB = 1e9
 
@@ -138,3 +138,37 @@ def test_invalid_input_names_the_field(args: tuple[str, str, str], field: str) -
 )
 def test_parse_count(text: str | float, value: float) -> None:
     assert parse_count(text) == pytest.approx(value)
+
+
+def test_serving_counts_the_key_value_cache_of_its_traffic() -> None:
+    """Llama 3 70B (80 layers, 8 KV heads of 128) serving 32 requests of 8K tokens in BF16:
+    2 x 80 x 8 x 128 x 8,192 x 32 numbers of 2 bytes = 85.9 GB beside 140 GB of weights,
+    which the old 'weights + 20%' (28 GB) left out."""
+    r = compute_memory(
+        "70B", "bf16", "h100-80gb", serving_from("llama3-70b", context=8192, batch=32)
+    )
+    assert r.kv_cache_bytes == 2 * 80 * 8 * 128 * 8192 * 32 * 2 == pytest.approx(85.9e9, rel=1e-3)
+    assert r.serve_bytes == pytest.approx(140e9 + r.kv_cache_bytes)
+    assert r.gpus_to_serve == 4  # 226 GB over 72 GB usable: 3.1, so the 4-way split
+    # The same by its numbers; FP8 halves the cache with the weights.
+    same = serving_from(None, 80, 8, 128, 8192, 32)
+    assert compute_memory("70B", "bf16", "h100-80gb", same).serve_bytes == r.serve_bytes
+    assert compute_memory("70B", "fp8", "h100-80gb", same).kv_cache_bytes == r.kv_cache_bytes / 2
+    # No traffic given: the rule of thumb, and no cache counted.
+    assert (
+        serving_from() is None and compute_memory("70B", "bf16", "h100-80gb").kv_cache_bytes is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"shape": "llama3-70b", "context": 8192}, "batch"),
+        ({"context": 8192, "batch": 1}, "layers"),
+        ({"shape": "gpt-5"}, "shape"),
+    ],
+)
+def test_serving_traffic_says_what_is_missing(kwargs: dict, field: str) -> None:
+    with pytest.raises(FieldError) as e:
+        serving_from(**kwargs)
+    assert e.value.field == field

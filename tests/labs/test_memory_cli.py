@@ -45,3 +45,30 @@ def test_bad_choice_is_one_line(capsys) -> None:
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("trainingrun memory: ") and "--gpu" in err
+
+
+def test_serving_traffic_on_the_command_line_and_the_api(capsys) -> None:
+    argv = ["memory", "--params", "70B", "--shape", "llama3-70b", "--context", "8192"]
+    assert main([*argv, "--batch", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "Serving (weights + KV cache)" in out and "85.9 GB of keys and values" in out
+    assert main(argv) == 2  # no batch: said, naming its option
+    assert "--batch: is needed" in capsys.readouterr().err
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from app.routes import labs
+
+    app = FastAPI()
+    app.include_router(labs.router)
+    got = TestClient(app).get(
+        "/api/labs/memory",
+        params={"params": "70B", "shape": "llama3-70b", "context": 8192, "batch": 32},
+    )
+    assert (
+        got.status_code == 200 and got.json()["kv_cache_bytes"] == 2 * 80 * 8 * 128 * 8192 * 32 * 2
+    )
+    bad = TestClient(app).get(
+        "/api/labs/memory", params={"params": "70B", "shape": "llama3-70b", "context": 8192}
+    )
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "batch"]
