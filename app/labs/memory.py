@@ -70,6 +70,10 @@ MODEL_SHAPES: dict[str, tuple[int, int, int]] = {
     "llama3-405b": (126, 8, 128),
 }
 SHAPE_SOURCE = "The Llama 3 Herd of Models (Meta, 2024), Table 3: layers, key/value heads"
+SHAPE_PARAMS: dict[str, float] = {"llama3-8b": 8e9, "llama3-70b": 70e9, "llama3-405b": 405e9}
+# Serving traffic to try (the memory lab's choices): (tokens each request holds, requests
+# at once). A chat service's many 8K conversations; one long 128K document.
+SERVING_TRAFFIC: dict[str, tuple[int, int]] = {"32 x 8K": (8192, 32), "1 x 128K": (131_072, 1)}
 SHAPE_MAX = 1_000_000  # layers, heads, head size, context or batch: far past any model
 
 

@@ -54,7 +54,9 @@ from app.labs.hardware import (
 from app.labs.memory import (
     MODEL_SHAPES,
     RULES,
+    SERVING_TRAFFIC,
     SHAPE_MAX,
+    SHAPE_PARAMS,
     USABLE_FRACTION,
     FieldError,
     MemoryResult,
@@ -204,11 +206,27 @@ class PrecisionOption(BaseModel):
     bytes: float
 
 
+class ShapeOption(BaseModel):
+    id: str
+    params: float
+    layers: int
+    kv_heads: int
+    head_dim: int
+
+
+class TrafficOption(BaseModel):
+    id: str
+    context: int
+    batch: int
+
+
 class LabOptions(BaseModel):
     models: dict[str, float]
     precisions: list[PrecisionOption]
     gpus: list[GpuSpec]
     usable_fraction: float
+    shapes: list[ShapeOption]
+    traffic: list[TrafficOption]
     rules: list[str]
     price_note: str
     cost_defaults: dict[str, float]
@@ -224,6 +242,13 @@ def options() -> dict[str, Any]:
         ],
         "gpus": [g.to_dict() for g in GPUS.values()],
         "usable_fraction": USABLE_FRACTION,
+        # Models whose shape is published, for serving's key/value cache, and the traffic
+        # the lab offers to try.
+        "shapes": [
+            {"id": k, "params": SHAPE_PARAMS[k], "layers": L, "kv_heads": H, "head_dim": D}
+            for k, (L, H, D) in MODEL_SHAPES.items()
+        ],
+        "traffic": [{"id": k, "context": c, "batch": b} for k, (c, b) in SERVING_TRAFFIC.items()],
         "rules": RULES,
         "price_note": PRICE_NOTE,
         "cost_defaults": {

@@ -139,6 +139,22 @@ def test_memory_calculator_drives_the_memory_walls(page_at, web) -> None:
     )
     assert re.search(r"GPUs just to fit training\s*7\b", outs.inner_text())
 
+    # Serving traffic: Llama 3 70B's published shape, 32 requests of 8K tokens, in int4
+    # (half a byte a number): 85.9 / 4 = 21.5 GB of keys and values beside 35 GB of weights.
+    traffic = "#lab-memory .chip[data-group=traffic]"
+    page.locator(f"{traffic}[data-value='32 x 8K']").click()
+    page.wait_for_function(
+        "document.querySelector('#lab-memory .mem-outs').innerText.includes('of keys and values')"
+    )
+    assert "56.5 GB: the weights and 21.5 GB of keys and values" in outs.inner_text()
+    # A size with no published shape keeps the rule of thumb, and says why.
+    page.locator("#lab-memory .chip[data-group=params][data-value='13B']").click()
+    page.wait_for_function(
+        "document.querySelector('#lab-memory .mem-outs').innerText.includes('with +20%')"
+    )
+    assert page.locator(f"{traffic}[data-value='32 x 8K']").is_disabled()
+    assert page.locator(f"{traffic}[data-value='rule']").get_attribute("aria-pressed") == "true"
+
     # A bad size is refused by the server, and the message names the field.
     page.fill("#mem-params", "0")
     page.press("#mem-params", "Enter")

@@ -10,7 +10,23 @@ import { h, local } from './dom.js';
 import * as api from './api.js';
 
 export function create({ store }) {
-  const state = { params: '70B', precision: 'bf16', gpu: 'h100-80gb' };
+  const state = { params: '70B', precision: 'bf16', gpu: 'h100-80gb', traffic: 'rule' };
+  // Models whose shape is published and the traffic to try (from /api/labs/options): with
+  // one of those models, serving counts the key/value cache of that traffic.
+  let shapes = [];
+  let traffic = [];
+  const SCALE = { '': 1, K: 1e3, M: 1e6, B: 1e9, G: 1e9, T: 1e12 };
+  const paramsNow = () => {
+    const m = /^([\d.]+)\s*([KMBGT]?)$/i.exec(String(state.params).trim());
+    return m ? Number(m[1]) * SCALE[m[2].toUpperCase()] : Number(state.params);
+  };
+  const shapeOf = () => shapes.find((x) => Math.abs(x.params - paramsNow()) < 1) ?? null;
+  function request() {
+    const { traffic: want, ...body } = state;
+    const flow = traffic.find((x) => x.id === want);
+    const shape = shapeOf();
+    return flow && shape ? { ...body, shape: shape.id, context: flow.context, batch: flow.batch } : body;
+  }
   let spread = false; // show each GPU's share over gpus_to_fit_training GPUs
   let result = null;
   let els = null;
@@ -20,7 +36,7 @@ export function create({ store }) {
   async function compute() {
     const mine = ++seq;
     try {
-      const r = await api.post('memory', state);
+      const r = await api.post('memory', request());
       if (mine !== seq) return;
       result = r;
       els.error.textContent = '';
@@ -79,8 +95,16 @@ export function create({ store }) {
   }
 
   function syncChips() {
+    const shaped = Boolean(shapeOf());
     for (const b of els.root.querySelectorAll('.chip')) {
-      b.setAttribute('aria-pressed', String(state[b.dataset.group] === b.dataset.value));
+      const group = b.dataset.group;
+      // Traffic needs a published shape: other sizes keep the rule of thumb.
+      const now = group === 'traffic' && !shaped ? 'rule' : state[group];
+      b.setAttribute('aria-pressed', String(now === b.dataset.value));
+      if (group === 'traffic' && b.dataset.value !== 'rule') {
+        b.disabled = !shaped;
+        b.title = shaped ? '' : t("Llama 3's shape is published for 70B and 405B: pick one of those sizes");
+      }
     }
   }
 
@@ -93,6 +117,7 @@ export function create({ store }) {
       custom: h('input', { type: 'text', class: 'lab-input', id: 'mem-params', value: state.params, 'aria-label': t('Custom model size, e.g. 30B'), inputmode: 'decimal', size: '7' }),
       precisions: h('div', { class: 'chips', role: 'group', 'aria-label': t('Precision: bytes per number') }),
       gpus: h('div', { class: 'chips', role: 'group', 'aria-label': t('GPU') }),
+      traffic: h('div', { class: 'chips', role: 'group', 'aria-label': t('Serving: what the GPUs hold beside the weights') }),
       outs: h('div', { class: 'mem-outs' }),
       bar: h('div', { class: 'mem-bar', role: 'img' }),
       barKey: h('ul', { class: 'mem-key' }),
@@ -119,6 +144,7 @@ export function create({ store }) {
       // without scrolling on a small projector; precision changes serving only.
       h('div', { class: 'mem-verdict' }, h('div', { class: 'lab-row mem-verdict-head' }, els.verdict, els.spread), els.onegpu, els.spreadNote),
       h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: t('Precision: bytes per number (weights and serving)') }), els.precisions),
+      h('div', { class: 'lab-field' }, h('span', { class: 'lab-label', text: t('Serving: what the GPUs hold beside the weights') }), els.traffic),
       els.outs,
       h('h3', { text: t('Training memory, byte by byte') }),
       els.bar,
@@ -138,6 +164,12 @@ export function create({ store }) {
       els.precisions.replaceChildren(...o.precisions.map((p) => choice('precision', p.id, p.label, (v) => pick('precision', v))));
       els.gpus.replaceChildren(...o.gpus.map((g) => choice('gpu', g.id, shortGpu(g.label), (v) => pick('gpu', v), g.label)));
       els.rules.replaceChildren(...o.rules.map((r) => h('li', { text: r })));
+      shapes = o.shapes ?? [];
+      traffic = o.traffic ?? [];
+      els.traffic.replaceChildren(
+        choice('traffic', 'rule', t('+20%, a rule of thumb'), (v) => pick('traffic', v)),
+        ...traffic.map((x) => choice('traffic', x.id, t('{batch} × {context} tokens of keys and values', { batch: x.batch, context: x.context % 1024 ? whole(x.context) : `${x.context / 1024}K` }), (v) => pick('traffic', v))),
+      );
       syncChips();
     }).catch((err) => (els.error.textContent = t('Could not load the options ({error}).', { error: err.message })));
     compute();
@@ -152,7 +184,14 @@ export function create({ store }) {
     const usable = local.bytes(r.usable_bytes_per_gpu);
     els.outs.replaceChildren(
       out(t('Weights'), local.bytes(r.weights_bytes), t('{count} × {bytes} B', { count: local.count(r.params), bytes: r.bytes_per_param })),
-      out(t('GPUs to answer'), whole(r.gpus_to_serve), t('{serve} with +20% over {usable} each', { serve: local.bytes(r.serve_bytes), usable }), 'gpus'),
+      out(
+        t('GPUs to answer'),
+        whole(r.gpus_to_serve),
+        r.kv_cache_bytes == null
+          ? t('{serve} with +20% over {usable} each', { serve: local.bytes(r.serve_bytes), usable })
+          : t('{serve}: the weights and {kv} of keys and values, over {usable} each', { serve: local.bytes(r.serve_bytes), kv: local.bytes(r.kv_cache_bytes), usable }),
+        'gpus',
+      ),
       out(t('Training memory'), local.bytes(r.training_bytes), t('{n} bytes per parameter', { n: r.training_bytes_per_param })),
       out(t('GPUs just to fit training'), whole(r.gpus_to_fit_training), t('{n} at 18 B/param', { n: r.gpus_to_fit_training_fp32_grads }), 'gpus'),
     );
