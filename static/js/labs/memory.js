@@ -15,12 +15,8 @@ export function create({ store }) {
   // one of those models, serving counts the key/value cache of that traffic.
   let shapes = [];
   let traffic = [];
-  const SCALE = { '': 1, K: 1e3, M: 1e6, B: 1e9, G: 1e9, T: 1e12 };
-  const paramsNow = () => {
-    const m = /^([\d.]+)\s*([KMBGT]?)$/i.exec(String(state.params).trim());
-    return m ? Number(m[1]) * SCALE[m[2].toUpperCase()] : Number(state.params);
-  };
-  const shapeOf = () => shapes.find((x) => Math.abs(x.params - paramsNow()) < 1) ?? null;
+  let models = {}; // the size chips' counts, {'70B': 70e9, ...}, from the same options
+  const shapeOf = () => shapes.find((x) => x.params === models[String(state.params).trim().toUpperCase()]) ?? null;
   function request() {
     const { traffic: want, ...body } = state;
     const flow = traffic.find((x) => x.id === want);
@@ -164,6 +160,7 @@ export function create({ store }) {
       els.precisions.replaceChildren(...o.precisions.map((p) => choice('precision', p.id, p.label, (v) => pick('precision', v))));
       els.gpus.replaceChildren(...o.gpus.map((g) => choice('gpu', g.id, shortGpu(g.label), (v) => pick('gpu', v), g.label)));
       els.rules.replaceChildren(...o.rules.map((r) => h('li', { text: r })));
+      models = o.models;
       shapes = o.shapes ?? [];
       traffic = o.traffic ?? [];
       els.traffic.replaceChildren(

@@ -53,9 +53,12 @@ export function addCopies({ root, cells, centre, cell, pitch, copies, plan, redu
   root.add(mesh);
   const start = performance.now();
   const at = new THREE.Matrix4();
+  const spot = new THREE.Vector3();
+  const turn = new THREE.Quaternion();
   const scale = new THREE.Vector3();
   let landed = -1; // copies in place behind the live one
   function place(now) {
+    if (landed === behind) return false; // every copy in place: nothing moves any more
     const s = reduced() ? Infinity : (now - start) / 1000;
     let done = 0;
     for (let k = 1; k <= behind; k++) {
@@ -66,7 +69,7 @@ export function addCopies({ root, cells, centre, cell, pitch, copies, plan, redu
       const g = p > 0 ? 1 : 0.0001; // not there yet: nothing
       cells.forEach((c, i) => {
         const [x, y] = centre(c);
-        mesh.setMatrixAt((k - 1) * cells.length + i, at.compose(new THREE.Vector3(x, y, z), new THREE.Quaternion(), scale.set(g, g, g)));
+        mesh.setMatrixAt((k - 1) * cells.length + i, at.compose(spot.set(x, y, z), turn, scale.set(g, g, g)));
       });
     }
     mesh.instanceMatrix.needsUpdate = true;
