@@ -30,6 +30,7 @@ import { mountPresenter } from './presenter/index.js';
 import { mountStepWords } from './ui/describe.js';
 import { mountScaleField } from './scene/field/panel.js';
 import { mountLanguagePicker, startLanguage } from './i18n/lang.js';
+import { say } from './i18n/content.js';
 
 const SCENE_NAME = 'training-run';
 // A phone's width: the scene gets a band of its own and the controls go behind one menu
@@ -209,7 +210,7 @@ function main() {
     cards.setParts(spec?.parts);
     labels.build(spec);
     tour.setSpec(spec);
-    if (spec?.title) document.title = spec.title;
+    if (spec?.title) document.title = say(spec.title);
     panels.help.setNote(spec?.note);
     panels.howBig.setNote(spec?.note);
     // Probing for WebGL costs a context (slow on software renderers), so it waits until the

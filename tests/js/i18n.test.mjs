@@ -1,13 +1,12 @@
-// Other languages (static/js/i18n/translate.js): the page's English put into German and
-// Spanish with the real locale words (scenes/locales/<lang>/*.json), the numbers in filled-in
-// lines written the language's way, and what must stay as it is left alone.
+// Words for the server's English (static/js/i18n/translate.js makeTranslator, lang.js tr()):
+// put into German and Spanish with the real locale words (scenes/locales/<lang>/*.json), the
+// numbers in filled-in lines written the language's way, and what must stay as it is left alone.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 
 import { makeTranslator } from '../../static/js/i18n/translate.js';
 import { LANGS, lang, tr } from '../../static/js/i18n/lang.js';
-import { fmtSpeed } from '../../static/js/ui/format.js';
 import { repoJson } from './fixture.mjs';
 
 /** A language's words, every area merged, as GET /api/locale/<lang> serves them. */
@@ -52,8 +51,8 @@ test('filled-in lines match their pattern, with their numbers re-written', () =>
   assert.equal(de.text('GPU 3 failed at step 1,024'), 'GPU 3 ist in Schritt 1.024 ausgefallen');
   assert.equal(es.text('GPU 3 failed at step 1,024'), 'La GPU 3 falló en el paso 1024');
   // A line built from another filled-in line: the speed is itself a pattern.
-  assert.equal(de.text(`running · ${fmtSpeed(4)}`), 'läuft · 4 Schritte/s');
-  assert.equal(es.text(`running · ${fmtSpeed(1)}`), 'en marcha · 1 paso/s');
+  assert.equal(de.text('running · 4 steps/s'), 'läuft · 4 Schritte/s');
+  assert.equal(es.text('running · 1 step/s'), 'en marcha · 1 paso/s');
 });
 
 test('a pattern fits only when what it captured is a number, a name or words of its own', () => {

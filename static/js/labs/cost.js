@@ -7,7 +7,8 @@
 // (POST /api/labs/estimate: FLOPs from the active parameters, GPU-hours, days, energy, cost,
 // interruptions and the share of time that trains despite them) with its assumptions stated.
 
-import { num, t } from '../i18n/lang.js';
+import { num, t, tr } from '../i18n/lang.js';
+import { say } from '../i18n/content.js';
 import { h, local } from './dom.js';
 import * as api from './api.js';
 
@@ -114,7 +115,7 @@ export function create() {
     }).catch(() => {});
     api.content().then((c) => {
       setTitle(c.cost.title);
-      els.talk.replaceChildren(h('h3', { text: t('Is it worth it?') }), ...c.cost.paragraphs.map((p) => h('p', { text: p })), h('p', { class: 'lab-note', text: c.cost.note }));
+      els.talk.replaceChildren(h('h3', { text: t('Is it worth it?') }), ...c.cost.paragraphs.map((p) => h('p', { text: say(p) })), h('p', { class: 'lab-note', text: say(c.cost.note) }));
     }).catch(() => {});
     compute();
   }
@@ -151,14 +152,13 @@ export function create() {
         out(t('Interruptions'), plain(e.interruptions), t('≈ {n} a day', { n: plain(e.interruptions_per_day) })),
         goodput(e),
       );
-      els.estimateRules.replaceChildren(...e.assumptions.map((a) => h('li', { text: a })));
+      els.estimateRules.replaceChildren(...e.assumptions.map((a) => h('li', { text: tr(a) })));
     } else {
       els.estimate.replaceChildren();
       els.estimateRules.replaceChildren();
     }
-    els.assumptions.replaceChildren(...r.assumptions.map((a) => h('li', { text: a })));
-    // One element per source, so a page in another language finds each one's words.
-    els.sources.replaceChildren(`${t('Sources:')} `, ...r.sources.flatMap((src, k) => [...(k ? ['; '] : []), h('span', { text: src })]), '.');
+    els.assumptions.replaceChildren(...r.assumptions.map((a) => h('li', { text: tr(a) })));
+    els.sources.replaceChildren(`${t('Sources:')} `, ...r.sources.flatMap((src, k) => [...(k ? ['; '] : []), h('span', { text: tr(src) })]), '.');
   }
 
   // What the interruptions cost: the share of time that trains, with checkpoints at

@@ -11,6 +11,7 @@
 // main.js) the labs still work and only the re-framing is skipped.
 
 import { t } from '../i18n/lang.js';
+import { say } from '../i18n/content.js';
 import { h } from './dom.js';
 import { peekingRight, safeAreaFor, topClear } from './frame.js';
 import { CATALOG } from './catalog.js';
@@ -70,7 +71,7 @@ export function mountLabs({ store, ui } = {}) {
   function load(p) {
     p.loading ??= p.lab.load().then((mod) => {
       const impl = mod.create({ store, ui });
-      impl.mount(p.body, { setTitle: (text) => (p.title.textContent = text) });
+      impl.mount(p.body, { setTitle: (text) => (p.title.textContent = say(text)) }); // the lab's title from the scene's words
       p.impl = impl;
       return impl;
     });

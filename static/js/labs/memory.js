@@ -5,6 +5,7 @@
 // GPUs", each GPU's share of it (the walls come back below the line).
 
 import { t, tr } from '../i18n/lang.js';
+import { say } from '../i18n/content.js';
 import { whole } from '../i18n/units.js';
 import { h, local } from './dom.js';
 import * as api from './api.js';
@@ -152,14 +153,14 @@ export function create({ store }) {
     );
     api.content().then((c) => {
       setTitle(c.memory.title);
-      els.lede.textContent = c.memory.lede;
-      els.idea.textContent = c.memory.big_idea;
+      els.lede.textContent = say(c.memory.lede);
+      els.idea.textContent = say(c.memory.big_idea);
     }).catch(() => {});
     api.options().then((o) => {
       els.sizes.replaceChildren(...Object.keys(o.models).map((m) => choice('params', m, m, (v) => pick('params', v))), els.or, els.custom);
-      els.precisions.replaceChildren(...o.precisions.map((p) => choice('precision', p.id, p.label, (v) => pick('precision', v))));
+      els.precisions.replaceChildren(...o.precisions.map((p) => choice('precision', p.id, tr(p.label), (v) => pick('precision', v))));
       els.gpus.replaceChildren(...o.gpus.map((g) => choice('gpu', g.id, shortGpu(g.label), (v) => pick('gpu', v), g.label)));
-      els.rules.replaceChildren(...o.rules.map((r) => h('li', { text: r })));
+      els.rules.replaceChildren(...o.rules.map((r) => h('li', { text: tr(r) })));
       models = o.models;
       shapes = o.shapes ?? [];
       traffic = o.traffic ?? [];

@@ -3,6 +3,7 @@
 // its source. The words come from scenes/reallook.json (GET /api/labs/reallook).
 
 import { t } from '../i18n/lang.js';
+import { say } from '../i18n/content.js';
 import { h } from './dom.js';
 import { once } from './api.js';
 import { LEADS, buildHall } from './hall.js';
@@ -142,8 +143,8 @@ export function create() {
     once('/api/labs/reallook')
       .then((doc) => {
         text = doc;
-        lede.textContent = doc.lede;
-        note.textContent = doc.scale_note;
+        lede.textContent = say(doc.lede);
+        note.textContent = say(doc.scale_note);
         list.replaceChildren(...doc.parts.map((p) => {
           const item = h(
             'li',
@@ -152,10 +153,10 @@ export function create() {
             h(
               'div',
               {},
-              h('p', { class: 'hall-name', text: p.name }),
-              h('p', { class: 'hall-real', text: p.real }),
-              h('p', { class: 'hall-figure', text: p.figure }),
-              h('p', { class: 'hall-source', text: `Source: ${p.source}` }),
+              h('p', { class: 'hall-name', text: say(p.name) }),
+              h('p', { class: 'hall-real', text: say(p.real) }),
+              h('p', { class: 'hall-figure', text: say(p.figure) }),
+              h('p', { class: 'hall-source', text: t('Source: {source}', { source: say(p.source) }) }),
             ),
           );
           for (const [ev, on] of [['mouseenter', true], ['mouseleave', false], ['focus', true], ['blur', false]]) {
@@ -164,11 +165,11 @@ export function create() {
           return item;
         }));
         for (const p of doc.parts) {
-          const tag = h('span', { class: 'hall-tag', 'data-n': String(p.n) }, h('b', { text: String(p.n) }), h('span', { text: p.name }));
+          const tag = h('span', { class: 'hall-tag', 'data-n': String(p.n) }, h('b', { text: String(p.n) }), h('span', { text: say(p.name) }));
           overlay.append(tag);
           els.tags.set(p.n, tag);
         }
-        scale.replaceChildren(...doc.scale.map((s) => h('li', { text: s })), h('li', { class: 'hall-source', text: `Source: ${doc.scale_source}` }));
+        scale.replaceChildren(...doc.scale.map((s) => h('li', { text: say(s) })), h('li', { class: 'hall-source', text: t('Source: {source}', { source: say(doc.scale_source) }) }));
         if (shown) start();
         else placeTags();
       })

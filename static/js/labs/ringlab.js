@@ -2,7 +2,8 @@
 // passes forwards and back: reduce-scatter, then all-gather. Every value, send and byte count
 // comes from the engine's own ring_allreduce via GET /api/labs/ring; nothing is recomputed here.
 
-import { join, num, t, tr } from '../i18n/lang.js';
+import { join, num, t } from '../i18n/lang.js';
+import { say } from '../i18n/content.js';
 import { whole } from '../i18n/units.js';
 import { h, s, local } from './dom.js';
 import * as api from './api.js';
@@ -122,9 +123,9 @@ export function create() {
     api.content().then((c) => {
       text = c.ring;
       setTitle(text.title);
-      els.lede.textContent = text.lede;
-      els.why.textContent = join([tr(text.why), tr(text.note)]); // two texts, each in the page's language
-      els.idea.textContent = text.big_idea;
+      els.lede.textContent = say(text.lede);
+      els.why.textContent = join([say(text.why), say(text.note)]); // two texts, each in the page's language
+      els.idea.textContent = say(text.big_idea);
       render();
     }).catch(() => {});
     load();
@@ -152,10 +153,10 @@ export function create() {
     if (pass === total()) return [h('b', { class: 'ok', text: `${t('Done.')} ` }), t('Every GPU now holds every total, after {passes} passes.', { passes: total() })];
     if (cur.phase === 'reduce_scatter') {
       const k = cur.index;
-      return [h('b', { text: `${t('Reduce-scatter, pass {k} of {n}.', { k, n: g - 1 })} ` }), k === g - 1 ? t('Each GPU now owns one chunk that is fully added up (outlined).') : (text?.reduce_scatter ?? '')];
+      return [h('b', { text: `${t('Reduce-scatter, pass {k} of {n}.', { k, n: g - 1 })} ` }), k === g - 1 ? t('Each GPU now owns one chunk that is fully added up (outlined).') : say(text?.reduce_scatter ?? '')];
     }
     const k = cur.index - (g - 1);
-    return [h('b', { text: `${t('All-gather, pass {k} of {n}.', { k, n: g - 1 })} ` }), text?.all_gather ?? ''];
+    return [h('b', { text: `${t('All-gather, pass {k} of {n}.', { k, n: g - 1 })} ` }), say(text?.all_gather ?? '')];
   }
 
   /** The panel's type size in CSS px (the drawings use it so their words read as text). */

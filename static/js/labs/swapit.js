@@ -11,6 +11,7 @@
 // Card text and plans live in scenes/classroom.json.
 
 import { t } from '../i18n/lang.js';
+import { say } from '../i18n/content.js';
 import { bytes, percent } from '../i18n/units.js';
 import { h } from './dom.js';
 import * as api from './api.js';
@@ -159,9 +160,9 @@ export function create({ store, ui } = {}) {
     if (problem && selected === c.placement) {
       return h('p', { class: 'lab-error', role: 'alert', text: `This cluster cannot run it: ${problem}` });
     }
-    if (!c.plan) return h('p', { class: 'lab-note', text: c.not_run });
+    if (!c.plan) return h('p', { class: 'lab-note', text: say(c.not_run) });
     if (samePlan(c.plan, live())) {
-      return h('p', { class: 'lab-note' }, h('strong', { text: `${t('The live run trains this way now.')} ` }), c.watch ? `What to watch: ${c.watch}` : '');
+      return h('p', { class: 'lab-note' }, h('strong', { text: `${t('The live run trains this way now.')} ` }), c.watch ? t('What to watch: {watch}', { watch: say(c.watch) }) : '');
     }
     if (!canControl()) {
       return h('p', {
@@ -174,12 +175,12 @@ export function create({ store, ui } = {}) {
 
   function detail(c) {
     return [
-      h('h3', { text: c.title }),
-      h('p', { text: c.summary }),
+      h('h3', { text: say(c.title) }),
+      h('p', { text: say(c.summary) }),
       h('dl', { class: 'swap-dl' },
-        h('dt', { text: t('Memory') }), h('dd', { text: c.memory }),
-        h('dt', { text: t('Communication') }), h('dd', { text: c.communication }),
-        h('dt', { text: t('Speed') }), h('dd', { text: c.speed }),
+        h('dt', { text: t('Memory') }), h('dd', { text: say(c.memory) }),
+        h('dt', { text: t('Communication') }), h('dd', { text: say(c.communication) }),
+        h('dt', { text: t('Speed') }), h('dd', { text: say(c.speed) }),
       ),
       status(c),
       liveLine(),
@@ -201,8 +202,8 @@ export function create({ store, ui } = {}) {
       els.list.replaceChildren(...cards.map((card) => {
         const b = h('button', { type: 'button', class: `swap-card place-${card.placement}`, 'data-placement': card.placement, 'data-runs': String(Boolean(card.plan)), 'aria-pressed': 'false', onclick: () => choose(card) },
           h('span', { class: 'swap-icon', 'aria-hidden': 'true' }, ...icon(card.placement)),
-          h('span', { class: 'swap-title', text: card.title }),
-          h('span', { class: 'swap-line', text: card.tradeoff }),
+          h('span', { class: 'swap-title', text: say(card.title) }),
+          h('span', { class: 'swap-line', text: say(card.tradeoff) }),
           h('span', { class: 'swap-line swap-running', text: t('● the live run trains this way'), hidden: true }),
         );
         return b;

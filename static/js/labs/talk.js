@@ -2,6 +2,7 @@
 // printable one-page sheet (/sheet). The words live in scenes/classroom.json.
 
 import { lang, t } from '../i18n/lang.js';
+import { say } from '../i18n/content.js';
 import { h } from './dom.js';
 import * as api from './api.js';
 
@@ -21,9 +22,9 @@ export function create() {
     api.content().then((c) => {
       count = c.questions.length;
       list.replaceChildren(...c.questions.map((q, i) =>
-        h('li', { class: 'talk-q' }, h('span', { class: 'talk-n', text: t('Q{n}', { n: i + 1 }) }), h('div', {}, h('p', { class: 'talk-text', text: q.text }), h('p', { class: 'talk-follow', text: q.follow_up }))),
+        h('li', { class: 'talk-q' }, h('span', { class: 'talk-n', text: t('Q{n}', { n: i + 1 }) }), h('div', {}, h('p', { class: 'talk-text', text: say(q.text) }), h('p', { class: 'talk-follow', text: say(q.follow_up) }))),
       ));
-      note.textContent = c.grown_ups;
+      note.textContent = say(c.grown_ups);
     }).catch((err) => (error.textContent = t('Could not load the questions ({error}).', { error: err.message })));
   }
 

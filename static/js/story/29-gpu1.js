@@ -2,7 +2,7 @@
 // the view dives from the field back into GPU 1, open once more with the live step playing
 // through the layers it holds (4 of 32), each with its experts (1–8 of 64) kept and the
 // rest dashed, named over it.
-import { t } from '../i18n/lang.js';
+import { t, tr } from '../i18n/lang.js';
 import { h, redrawer } from './figure.js';
 import { gpuCloseUp } from './closeup.js';
 
@@ -14,7 +14,7 @@ export function enter(ctx) {
   const draw = redrawer(figure, (v, l) => [
     h('div', { class: 'sf-gpu sf-gpu1' }, h('span', { class: 'sf-gpu-name', text: t('GPU {n}', { n: 1 }) }),
       h('p', { class: 'sf-sum', text: holds(v, l) }),
-      h('p', { class: 'sf-legend', text: `${store.state.hello?.roles?.[0]?.holds ?? ''}` })),
+      h('p', { class: 'sf-legend', text: tr(store.state.hello?.roles?.[0]?.holds ?? '') })),
   ]);
   // GPU 1 up close once the team's roles are here (the field's run until then).
   let gpu = null;

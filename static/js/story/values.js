@@ -3,19 +3,17 @@
 // on an earlier chapter's run (`memo`), from the engine's side copies (`drift`) or from the
 // memory lab's full-size figures the story route sends (`figures`). Nothing typed.
 // A number not known yet reads '…' (the player waits for it before calling a chapter ready).
-// The captions' values are English (the translator puts a filled caption into the page's
-// language); the figures' (`here`) are in the page's language, for their own sentences.
+// Every value is written in the page's language; `here` leaves out the live values the
+// captions share with the tour (ui/live.js), for the figures' own sentences.
 
-import { lang, t as pageT, wordsFor } from '../i18n/lang.js';
-import { bytes, loss, percent, seconds, unitsFor, whole } from '../i18n/units.js';
+import { lang, t as pageT } from '../i18n/lang.js';
+import { bytes, loss, percent, seconds, whole } from '../i18n/units.js';
 import { liveValues } from '../ui/live.js';
 
 export const PENDING = '…';
 // The earlier runs whose figures a caption quotes (memo.<key> below).
 export const QUOTED_RUNS = ['one', 'dp2', 'pp4'];
 
-const EN = wordsFor('en');
-const ENGLISH = { t: EN.t, ...unitsFor(EN.num) };
 const HERE = { t: pageT, whole, bytes, seconds, percent, loss };
 
 /** A [first, last + 1) range, counted from 1: [0, 8] -> '1–8', [7, 8] -> '8'. */
@@ -23,8 +21,8 @@ export const span = (r) => (r[1] - r[0] === 1 ? `${r[1]}` : `${r[0] + 1}–${r[1
 const range = (r) => (Array.isArray(r) && r[1] > r[0] ? span(r) : PENDING);
 
 /** Weights in words: 875,000,000 -> "875 million", 7e9 -> "7 billion". */
-export function bigCount(n, here = false) {
-  const { t, whole: count } = here ? HERE : ENGLISH;
+export function bigCount(n) {
+  const { t, whole: count } = HERE;
   const by = (x, d) => +(n / x).toFixed(d);
   if (!Number.isFinite(n)) return PENDING;
   if (n >= 1e12) return t('{n} trillion', { n: by(1e12, 1) });
@@ -34,7 +32,7 @@ export function bigCount(n, here = false) {
 }
 
 export function storyValues(store, { story, memo, drift, runKey, here = false }) {
-  const w = here ? HERE : ENGLISH;
+  const w = HERE;
   const { t } = w;
   const pct = (x) => (Number.isFinite(x) ? w.percent(x, x < 0.1 ? 1 : 0) : PENDING);
   const count = (n) => (Number.isFinite(n) ? w.whole(n) : PENDING);
@@ -62,7 +60,7 @@ export function storyValues(store, { story, memo, drift, runKey, here = false })
   // A stage's GPUs by number, listed the language's way: "1 and 3", "1 und 3".
   const gpusOf = (st) => {
     const g = roles.filter((r) => r.stage === st).map((r) => String(r.gpu + 1));
-    return g.length ? new Intl.ListFormat(here ? lang : 'en', { type: 'conjunction' }).format(g) : PENDING;
+    return g.length ? new Intl.ListFormat(lang, { type: 'conjunction' }).format(g) : PENDING;
   };
   const ready = (v) => (Number.isFinite(v) ? v : NaN);
   return {
@@ -98,7 +96,7 @@ export function storyValues(store, { story, memo, drift, runKey, here = false })
     sim_step_one: secs(memo.one?.sim_step),
     tokens_per_gpu: count(step && plan.dp ? step.tokens / plan.dp : NaN),
     tokens_per_gpu_one: count(memo.one?.tokens_per_gpu),
-    scale_layer_params: bigCount(fig.layer_params, here),
+    scale_layer_params: bigCount(fig.layer_params),
     bytes_per_weight: count(fig.bytes_per_weight),
     weight_grad_bytes: count(fig.weight_grad_bytes),
     optimizer_bytes: count(fig.optimizer_bytes),

@@ -16,7 +16,7 @@ const BY_NUMBER = ['', 'datalake', 'loaders', 'gpus', 'fabric', 'ring', 'model',
 
 function liveFacts(kind, store) {
   const s = store.state;
-  const v = liveValues(store, { here: true });
+  const v = liveValues(store);
   const step = s.step;
   const cfg = s.hello?.config;
   const topo = s.hello?.topology;

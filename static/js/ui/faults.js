@@ -8,20 +8,21 @@
 // dead GPU).
 
 import { activeFaults } from '../store.js';
-import { t } from '../i18n/lang.js';
-import { el, fmtInt, fmtSeconds } from './format.js';
+import { num, t, tr } from '../i18n/lang.js';
+import { el, fmtSeconds } from './format.js';
 
 /** Each kind: what the menu calls it, what it does in one line, and what its target is. */
 export const FAULTS = [
-  { kind: 'dead', label: 'GPU dies', target: 'gpu', says: 'The GPU stops: the run rolls back to its last checkpoint and a spare takes its place.' },
-  { kind: 'straggler', label: 'slow GPU', target: 'gpu', says: 'One GPU computes slower (heat, a bad part): every other GPU waits for it at the all-reduce.' },
-  { kind: 'data_stall', label: 'loader stalls', target: 'ms', says: 'The data loaders fall behind: every GPU waits for its batch before it can start.' },
-  { kind: 'link', label: 'link cut', target: 'link', says: 'A cable or port fails: the ring’s hop takes a longer way round through the switches.' },
+  { kind: 'dead', label: () => t('GPU dies'), target: 'gpu', says: () => t('The GPU stops: the run rolls back to its last checkpoint and a spare takes its place.') },
+  { kind: 'straggler', label: () => t('slow GPU'), target: 'gpu', says: () => t('One GPU computes slower (heat, a bad part): every other GPU waits for it at the all-reduce.') },
+  { kind: 'data_stall', label: () => t('loader stalls'), target: 'ms', says: () => t('The data loaders fall behind: every GPU waits for its batch before it can start.') },
+  { kind: 'link', label: () => t('link cut'), target: 'link', says: () => t('A cable or port fails: the ring’s hop takes a longer way round through the switches.') },
 ];
 // A stall's length to choose from, in milliseconds of simulated time.
 const STALL_MS = [1, 2, 5, 20];
 const STEPS = [1, 3, 5, 10];
-const LINK_WORDS = { nvlink: 'NVLink', leaf: 'leaf switch', spine: 'spine' };
+const LINK_WORDS = { nvlink: () => 'NVLink', leaf: () => t('leaf switch'), spine: () => t('spine') };
+const linkWords = (kind) => LINK_WORDS[kind]?.() ?? kind;
 
 /** The trace's cost of a fault in one step, in words: {what, cost} (cost '' when the step
  * does not show it). */
@@ -34,29 +35,29 @@ export function faultCost(fault, step) {
     const wait = waits.reduce((a, s) => Math.max(a, s.dur), 0);
     const others = waits.length ? waits[0].lanes.length : 0;
     return {
-      what: `GPU ${d.gpu + 1} computes ${d.factor ?? 2}× slower`,
-      cost: wait > 0 ? `the other ${fmtInt(others)} wait ${fmtSeconds(wait)} for it` : '',
+      what: t('GPU {gpu} computes {factor}× slower', { gpu: d.gpu + 1, factor: d.factor ?? 2 }),
+      cost: wait > 0 ? t('the other {n} wait {time} for it', { n: others, time: fmtSeconds(wait) }) : '',
     };
   }
   if (fault.kind === 'data_stall') {
     const first = spans.reduce((a, s) => (a === null || s.t0 < a.t0 ? s : a), null);
     const wait = first && first.kind === 'wait' && !first.lanes ? first.dur : 0;
     return {
-      what: `the loaders stall ${fmtInt(d.ms)} ms`,
-      cost: wait > 0 ? `every GPU waits ${fmtSeconds(wait)} for its batch` : '',
+      what: t('the loaders stall {ms} ms', { ms: d.ms }),
+      cost: wait > 0 ? t('every GPU waits {time} for its batch', { time: fmtSeconds(wait) }) : '',
     };
   }
   if (fault.kind === 'link') {
     const rings = (trace?.rings ?? []).filter((r) => r.ring.includes(d.src));
     const took = rings.length ? rings[0].links[rings[0].ring.indexOf(d.src)] : null;
     const ringS = (trace?.rings ?? []).reduce((a, r) => a + r.pass_s.reduce((x, [s, n]) => x + s * n, 0), 0);
-    const around = took && took !== d.link ? `its hop goes via the ${LINK_WORDS[took] ?? took}` : took ? 'the other spines carry it' : '';
+    const around = took && took !== d.link ? t('its hop goes via the {link}', { link: linkWords(took) }) : took ? t('the other spines carry it') : '';
     return {
-      what: `link GPU ${d.src + 1} → GPU ${d.dst + 1} (${LINK_WORDS[d.link] ?? d.link}) cut`,
-      cost: around ? `${around}; all-reduce ${fmtSeconds(ringS)}` : '',
+      what: t('link GPU {src} → GPU {dst} ({link}) cut', { src: d.src + 1, dst: d.dst + 1, link: linkWords(d.link) }),
+      cost: around ? t('{around}; all-reduce {time}', { around, time: fmtSeconds(ringS) }) : '',
     };
   }
-  return { what: `GPU ${d.gpu + 1} dies`, cost: 'the run rolls back to its last checkpoint' };
+  return { what: t('GPU {gpu} dies', { gpu: d.gpu + 1 }), cost: t('the run rolls back to its last checkpoint') };
 }
 
 export function mountFaults(store, { send, overlays }) {
@@ -64,34 +65,34 @@ export function mountFaults(store, { send, overlays }) {
     type: 'button',
     id: 'btn-faults',
     class: 'danger',
-    title: 'Inject a fault at scale: a GPU dies, a slow GPU, a stalled loader, a cut link',
+    title: t('Inject a fault at scale: a GPU dies, a slow GPU, a stalled loader, a cut link'),
     'aria-expanded': 'false',
     'aria-controls': 'faults',
-    text: 'faults…',
+    text: t('faults…'),
     onclick: () => store.set('faultsOpen', !store.state.faultsOpen),
   });
   const runGroup = document.querySelector('#toolbar .group.run') ?? document.getElementById('toolbar');
   runGroup?.append(button);
 
-  const kinds = el('div', { class: 'fault-kinds', role: 'radiogroup', 'aria-label': 'Kind of fault' });
+  const kinds = el('div', { class: 'fault-kinds', role: 'radiogroup', 'aria-label': t('Kind of fault') });
   const says = el('p', { class: 'fault-says' });
-  const targetLabel = el('span', { text: 'GPU' });
+  const targetLabel = el('span', { text: t('GPU') });
   const target = el('select', { id: 'fault-target' });
   const steps = el('select', { id: 'fault-steps', 'aria-label': t('Steps it lasts') });
   for (const n of STEPS) steps.append(el('option', { value: String(n), text: t(['{n} step', '{n} steps'], { n }, n) }));
   steps.value = '3';
-  const go = el('button', { type: 'button', class: 'danger primary', id: 'fault-go', text: 'inject', onclick: inject });
-  const close = el('button', { type: 'button', class: 'close', 'aria-label': 'Close', text: '×', onclick: () => store.set('faultsOpen', false) });
+  const go = el('button', { type: 'button', class: 'danger primary', id: 'fault-go', text: t('inject'), onclick: inject });
+  const close = el('button', { type: 'button', class: 'close', 'aria-label': t('Close'), text: '×', onclick: () => store.set('faultsOpen', false) });
   const panel = el(
     'aside',
     { class: 'panel faults-panel', id: 'faults', role: 'dialog', 'aria-labelledby': 'faults-title', hidden: true },
     close,
     el('h2', { id: 'faults-title', text: t('Inject a fault') }),
-    el('p', { class: 'hint', text: 'At thousands of GPUs, something always breaks. Try it on the live run:' }),
+    el('p', { class: 'hint', text: t('At thousands of GPUs, something always breaks. Try it on the live run:') }),
     kinds,
     says,
     el('div', { class: 'fault-row' }, el('label', { for: 'fault-target' }, targetLabel), target),
-    el('div', { class: 'fault-row' }, el('label', { for: 'fault-steps', text: 'for' }), steps, go),
+    el('div', { class: 'fault-row' }, el('label', { for: 'fault-steps', text: t('for') }), steps, go),
   );
   document.body.append(panel);
 
@@ -101,7 +102,7 @@ export function mountFaults(store, { send, overlays }) {
       type: 'button',
       role: 'radio',
       'data-kind': f.kind,
-      text: f.label,
+      text: f.label(),
       onclick: () => {
         kind = f.kind;
         renderForm();
@@ -114,21 +115,21 @@ export function mountFaults(store, { send, overlays }) {
   function renderForm() {
     const f = FAULTS.find((x) => x.kind === kind);
     for (const b of kindButtons) b.setAttribute('aria-checked', String(b.dataset.kind === kind));
-    says.textContent = f.says;
+    says.textContent = f.says();
     const hello = store.state.hello;
     const keep = target.value;
     const options = [];
     if (f.target === 'gpu') {
-      targetLabel.textContent = 'GPU';
-      for (const g of hello?.topology?.gpus ?? []) options.push([g.id, `GPU ${g.id + 1} (server ${g.server + 1})`]);
+      targetLabel.textContent = t('GPU');
+      for (const g of hello?.topology?.gpus ?? []) options.push([g.id, t('GPU {gpu} (server {server})', { gpu: g.id + 1, server: g.server + 1 })]);
     } else if (f.target === 'link') {
-      targetLabel.textContent = 'link';
+      targetLabel.textContent = t('link');
       for (const l of hello?.topology?.ring_links ?? []) {
-        options.push([l.src, `GPU ${l.src + 1} → GPU ${l.dst + 1} (${LINK_WORDS[l.kind] ?? l.kind})`]);
+        options.push([l.src, t('GPU {src} → GPU {dst} ({link})', { src: l.src + 1, dst: l.dst + 1, link: linkWords(l.kind) })]);
       }
     } else {
-      targetLabel.textContent = 'stall';
-      for (const ms of STALL_MS) options.push([ms, `${ms} ms`]);
+      targetLabel.textContent = t('stall');
+      for (const ms of STALL_MS) options.push([ms, `${num(ms)} ms`]);
     }
     target.replaceChildren(...options.map(([v, text]) => el('option', { value: String(v), text })));
     if (options.some(([v]) => String(v) === keep)) target.value = keep;
@@ -202,7 +203,7 @@ export function mountFaults(store, { send, overlays }) {
     if (ev.key === 'Escape' && store.state.faultsOpen) store.set('faultsOpen', false);
   });
   store.on('event', (e) => {
-    if (e?.kind === 'fault_injected') overlays.toast(e.message, 'warn', 6000);
+    if (e?.kind === 'fault_injected') overlays.toast(tr(e.message), 'warn', 6000);
   });
   renderForm();
   renderOpen();

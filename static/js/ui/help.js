@@ -5,20 +5,21 @@
 import { KEYMAP } from './keys.js';
 import { el } from './format.js';
 import { liveValues } from './live.js';
-import { tr } from '../i18n/lang.js';
+import { t, tr } from '../i18n/lang.js';
+import { say } from '../i18n/content.js';
 
-// Key names are in <kbd>, which the translator leaves alone: a named key (Space, Esc, Shift+G)
-// is said in the page's language; a letter or a digit is the same in every one.
+// A named key (Space, Esc, Shift+G) is said in the page's language; a letter or a digit is
+// the same in every one.
 const keyName = (show) => (/[A-Za-z]{2}/.test(show) ? tr(show) : show);
 
 // One meaning per colour, everywhere (the scene uses the same ones).
 const COLOUR_KEY = [
-  ['forward', 'forward pass'],
-  ['backward', 'backward pass'],
-  ['allreduce', 'all-reduce'],
-  ['waiting', 'waiting'],
-  ['failure', 'failed'],
-  ['saved', 'saved'],
+  ['forward', () => t('forward pass')],
+  ['backward', () => t('backward pass')],
+  ['allreduce', () => t('all-reduce')],
+  ['waiting', () => t('waiting')],
+  ['failure', () => t('failed')],
+  ['saved', () => t('saved')],
 ];
 
 export function mountHelp(store, { getLabKeys, actions }) {
@@ -58,8 +59,8 @@ export function mountHelp(store, { getLabKeys, actions }) {
 
   const helpColours = document.getElementById('help-colours');
   for (const [cls, label] of COLOUR_KEY) {
-    colours.append(el('span', { class: `ck ck-${cls}` }, el('i', { 'aria-hidden': 'true' }), label));
-    helpColours.append(el('span', { class: `ck ck-${cls}` }, el('i', { 'aria-hidden': 'true' }), label));
+    colours.append(el('span', { class: `ck ck-${cls}` }, el('i', { 'aria-hidden': 'true' }), label()));
+    helpColours.append(el('span', { class: `ck ck-${cls}` }, el('i', { 'aria-hidden': 'true' }), label()));
   }
 
   function open() {
@@ -81,7 +82,7 @@ export function mountHelp(store, { getLabKeys, actions }) {
     /** The scene's own note (proportions honest, details simplified), from the scene data. */
     setNote(text) {
       const note = document.getElementById('help-note');
-      note.textContent = text ?? '';
+      note.textContent = text ? say(text) : '';
       note.hidden = !text;
     },
     get isOpen() {
@@ -123,7 +124,7 @@ export function mountHowBig(store) {
     close,
     toggle: () => (box.hidden ? open() : close()),
     setNote(text) {
-      document.getElementById('howbig-note').textContent = text ?? '';
+      document.getElementById('howbig-note').textContent = text ? say(text) : '';
     },
     get isOpen() {
       return !box.hidden;

@@ -107,7 +107,7 @@ export function planWords(plan) {
 /** The kinds of traffic a step moved between GPUs: [{kind, group, label, bytes}], in the
  * order of hello.trace_kinds, labelled with their time-bar group's words. */
 export function planTraffic(hello, stats) {
-  const labelOf = Object.fromEntries((hello?.trace_groups ?? []).map((g) => [g.id, g.label]));
+  const labelOf = Object.fromEntries((hello?.trace_groups ?? []).map((g) => [g.id, tr(g.label)]));
   return (hello?.trace_kinds ?? [])
     .filter((k) => k.transfer && (stats?.traffic_bytes?.[k.kind] ?? 0) > 0)
     .map((k) => ({ kind: k.kind, group: k.group, label: labelOf[k.group] ?? k.kind, bytes: stats.traffic_bytes[k.kind] }));
@@ -174,7 +174,7 @@ export function mountHud(store) {
     nodes.legend.replaceChildren();
     seen.clear();
     for (const g of groups) {
-      segs[g.id] = el('div', { class: `seg seg-${g.id}`, title: g.label });
+      segs[g.id] = el('div', { class: `seg seg-${g.id}`, title: tr(g.label) });
       (besideGroups.has(g.id) ? beside : nodes.bar).append(segs[g.id]);
       legendVals[g.id] = el('span', { class: 'v' });
       legendBytes[g.id] = el('span', { class: 'b' });
@@ -182,7 +182,7 @@ export function mountHud(store) {
         'li',
         { hidden: true, class: besideGroups.has(g.id) ? 'beside' : null },
         el('i', { class: `sw seg-${g.id}` }),
-        el('span', { text: g.label }),
+        el('span', { text: tr(g.label) }),
         legendBytes[g.id],
         legendVals[g.id],
       );
@@ -552,7 +552,7 @@ function buildPlanCard(root) {
       root.dataset.bubble = stats ? String(stats.bubble_fraction) : '';
       bubble.classList.toggle('none', p.pp === 1);
       if (p.pp > 1) {
-        const pct = stats ? `${(100 * stats.bubble_fraction).toFixed(1)}%` : '–';
+        const pct = stats ? percent(stats.bubble_fraction, 1) : '–';
         bubble.replaceChildren(
           t('Pipeline bubble'),
           ' ',

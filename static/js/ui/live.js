@@ -13,13 +13,10 @@ import { NOT_YET, fillTemplate, quoted } from '../i18n/content.js';
 import { t } from '../i18n/lang.js';
 import { bytes, loss, percent, rate, seconds, whole } from '../i18n/units.js';
 import { TraceView } from '../scene/trace.js';
-import { fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds } from './format.js';
 
 export { NOT_YET, fillTemplate, quoted };
 
-// The values' writers: English (the translator's to put into the page's language), or the
-// page's language's own (`here`).
-const ENGLISH = { int: fmtInt, bytes: fmtBytes, loss: fmtLoss, rate: fmtRate, secs: fmtSeconds, pct: (p) => `${Math.round(p * 100)}%`, none: () => 'none yet', every: (r, n) => interval(r, n, (unit, v) => `${fmtInt(v)} ${unit}`) };
+// The values' writers, in the page's language.
 const HERE = {
   int: whole, bytes, loss, rate, secs: seconds, pct: (p) => percent(p), none: () => t('none yet'),
   every: (r, n) => interval(r, n, (unit, v) => ({ minutes: t('{n} minutes', { n: v }), hours: t('{n} hours', { n: v }), days: t('{n} days', { n: v }) })[unit]),
@@ -47,9 +44,9 @@ function groupSeconds(step, hello) {
   return new TraceView(step.trace, { groups }).groupSeconds();
 }
 
-/** A display string for every declared placeholder name; `here`: in the page's language. */
-export function liveValues(store, { here = false } = {}) {
-  const { int, bytes, loss, rate, secs, pct, none, every } = here ? HERE : ENGLISH;
+/** A display string for every declared placeholder name, in the page's language. */
+export function liveValues(store) {
+  const { int, bytes, loss, rate, secs, pct, none, every } = HERE;
   const s = store.state;
   const step = s.step;
   const hello = s.hello;

@@ -1,7 +1,7 @@
 // Things laid over the scene: toasts (failures, refused controls, saves), the
 // "Connection lost — reconnecting…" overlay and the no-WebGL message.
 
-import { t } from '../i18n/lang.js';
+import { t, tr } from '../i18n/lang.js';
 import { el } from './format.js';
 
 const TOAST_MS = 6000;
@@ -110,8 +110,8 @@ export function createOverlays(store) {
     setAsideTold = true;
   });
   store.on('error', (msg) => {
-    const text = msg.message || msg.code || 'The server refused that';
-    toast(`Not done: ${text}`, 'error', 7000);
+    const text = msg.message ? tr(msg.message) : msg.code || t('The server refused that');
+    toast(t('Not done: {text}', { text }), 'error', 7000);
   });
 
   function renderConnection() {

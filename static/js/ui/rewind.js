@@ -9,6 +9,7 @@
 //  recorded: true}. scene/playback.js plays it instead of live steps while it is set.
 
 import { t } from '../i18n/lang.js';
+import { loss, percent } from '../i18n/units.js';
 import { el, fmtInt, fmtLoss, fmtSeconds } from './format.js';
 
 const FETCH_DEBOUNCE_MS = 60;
@@ -36,8 +37,8 @@ export function mountRewind(store, root = document.getElementById('rewind')) {
   });
   const spark = el('canvas', { class: 'rewind-spark', 'aria-hidden': 'true' });
   const where = el('span', { class: 'rewind-where', id: 'rewind-where' });
-  const live = el('button', { type: 'button', class: 'rewind-live', id: 'rewind-live', title: 'Back to the live run (End)' }, 'back to live');
-  const title = el('h2', {}, 'Rewind');
+  const live = el('button', { type: 'button', class: 'rewind-live', id: 'rewind-live', title: t('Back to the live run (End)') }, t('back to live'));
+  const title = el('h2', {}, t('Rewind'));
   const head = el('div', { class: 'panel-head' }, title, where);
   const figures = el('dl', { class: 'rewind-figures', id: 'rewind-figures' });
   const probe = el('div', { class: 'rewind-probe', id: 'rewind-probe' });
@@ -130,25 +131,25 @@ export function mountRewind(store, root = document.getElementById('rewind')) {
 
   function renderFigures(r) {
     const rows = [
-      ['loss', fmtLoss(r.loss)],
-      ['gradient norm', Number.isFinite(r.grad_norm) ? r.grad_norm.toFixed(3) : '–'],
-      ['learning rate', Number.isFinite(r.lr) ? r.lr.toExponential(2) : '–'],
-      ['tokens so far', fmtInt(r.tokens_total)],
-      ['step, simulated', fmtSeconds(r.sim_step_s)],
-      ['epoch', fmtInt(r.epoch)],
+      ['loss', t('loss'), fmtLoss(r.loss)],
+      ['gradient norm', t('gradient norm'), loss(r.grad_norm)],
+      ['learning rate', t('learning rate'), Number.isFinite(r.lr) ? r.lr.toExponential(2) : '–'],
+      ['tokens so far', t('tokens so far'), fmtInt(r.tokens_total)],
+      ['step, simulated', t('step, simulated'), fmtSeconds(r.sim_step_s)],
+      ['epoch', t('epoch'), fmtInt(r.epoch)],
     ];
-    // A figure in exponent form (3.00e-4) is a number, not words to translate.
-    figures.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', { 'data-key': k }, k), el('dd', { 'data-key': k, translate: /\de[-+]/.test(v) ? 'no' : null }, v)]));
+    // A figure in exponent form (3.00e-4) reads the same in every language.
+    figures.replaceChildren(...rows.flatMap(([k, label, v]) => [el('dt', { 'data-key': k }, label), el('dd', { 'data-key': k, translate: /\de[-+]/.test(v) ? 'no' : null }, v)]));
   }
 
   function renderProbe(r) {
     const p = r.probe;
     if (!p) {
-      probe.replaceChildren(el('p', { class: 'hint' }, 'No probe was recorded by this step yet.'));
+      probe.replaceChildren(el('p', { class: 'hint' }, t('No probe was recorded by this step yet.')));
       return;
     }
     const top = (p.top ?? []).slice(0, 5);
-    const when = r.probe_step === r.step ? `at step ${fmtInt(r.step)}` : `from step ${fmtInt(r.probe_step)}, the latest before it`;
+    const when = r.probe_step === r.step ? t('at step {step}', { step: r.step }) : t('from step {step}, the latest before it', { step: r.probe_step });
     probe.replaceChildren(
       el('div', { class: 'rewind-probe-head' },
         el('span', { translate: 'no', lang: 'en' }, `${p.prompt} `, el('span', { class: 'blank', id: 'rewind-blank' }, top[0]?.token ?? '___')),
@@ -158,7 +159,7 @@ export function mountRewind(store, root = document.getElementById('rewind')) {
         ...top.map((t) => el('li', {},
           el('span', { class: 'word' }, t.token),
           el('span', { class: 'track' }, el('span', { class: 'fill', style: `width:${Math.max(0.5, t.p * 100)}%` })),
-          el('span', { class: 'pct' }, `${(t.p * 100).toFixed(t.p < 0.1 ? 1 : 0)}%`)))),
+          el('span', { class: 'pct' }, percent(t.p, t.p < 0.1 ? 1 : 0))))),
     );
   }
 
@@ -239,7 +240,7 @@ export function mountRewind(store, root = document.getElementById('rewind')) {
       } catch (err) {
         if (mine !== request) return;
         wanted = null;
-        where.textContent = `could not load step ${fmtInt(step)} (${err.message})`;
+        where.textContent = t('could not load step {step} ({error})', { step, error: err.message });
       }
     }, FETCH_DEBOUNCE_MS);
   }

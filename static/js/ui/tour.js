@@ -74,7 +74,7 @@ export function mountTour(store, { getStage, labels, onHowBig }) {
   function renderText() {
     const stop = stops[index];
     if (!stop || ended) return;
-    const values = liveValues(store, { here: true });
+    const values = liveValues(store);
     const ask = stop.ask;
     const said = () => say(stop.caption, values, stop.caption_not_yet);
     const text = ask
