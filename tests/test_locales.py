@@ -1,5 +1,5 @@
-"""The locale files (scenes/locales/<lang>/<area>.json): each language has words for the same
-English lines, area by area; every placeholder of a pattern key is used in its text; two
+"""The locale files (scenes/locales/<lang>/<area>.json): each language, English too, has words
+for the same lines, area by area; every placeholder of a pattern key is used in its text; two
 areas never give one line different words; and the route serves them merged."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.routes import locale as locale_routes
 
-LANGS = [lang for lang in locale_routes.LANGS if lang != "en"]
+LANGS = list(locale_routes.LANGS)
 DIR = locale_routes.LOCALES_DIR
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
@@ -33,6 +33,26 @@ def test_every_language_has_the_same_areas_and_lines() -> None:
             missing = set(words) - set(other[area])
             extra = set(other[area]) - set(words)
             assert not missing and not extra, (lang, area, sorted(missing)[:5], sorted(extra)[:5])
+
+
+def test_english_is_a_locale_file_like_the_others() -> None:
+    """English has every area and line the other languages have; a line may say it otherwise
+    than its key, with the same placeholders."""
+    assert LANGS[0] == "en" and set(areas("en")) == {"labs", "page", "story", "tour"}
+
+
+def test_english_words_that_differ_from_their_key_are_sent(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(locale_routes, "LOCALES_DIR", tmp_path)
+    locale_routes.catalogue.cache_clear()
+    try:
+        (tmp_path / "en").mkdir()
+        words = {"Loss": "Training loss", "Step {n}": "Step {n}"}
+        (tmp_path / "en" / "page.json").write_text(json.dumps(words))
+        app = FastAPI()
+        app.include_router(locale_routes.router)
+        assert TestClient(app).get("/api/locale/en").json() == {"Loss": "Training loss"}
+    finally:
+        locale_routes.catalogue.cache_clear()
 
 
 def test_placeholders_are_kept_and_texts_are_not_empty() -> None:
@@ -65,8 +85,9 @@ def test_the_route_serves_each_language_merged() -> None:
     for lang in LANGS:
         got = client.get(f"/api/locale/{lang}").json()
         merged = {k: v for words in areas(lang).values() for k, v in words.items()}
+        if lang == "en":  # only the lines that say it otherwise than their key travel
+            merged = {k: v for k, v in merged.items() if v != k}
         assert got == merged
-    assert client.get("/api/locale/en").json() == {}
     bad = client.get("/api/locale/xx")
     assert bad.status_code == 422 and "de" in bad.text
 

@@ -1,11 +1,14 @@
-"""The words of the page in other languages (`scenes/locales/<lang>/<area>.json`).
+"""The words of the page in each language it speaks (`scenes/locales/<lang>/<area>.json`).
 
-Each area file is one JSON object: the English text as the page shows it, mapped to the
-text in that language (or, for a count, its forms by plural category). A key with `{name}`
-placeholders is a pattern that matches text the page fills in at run time ("chapter {n} of
-{total}"). English needs no file: the page's own words are English (docs/languages.md).
+Each area file is one JSON object: a key (the English text, as the code names it) mapped to
+the text in that language (or, for a count, its forms by plural category). English is a file
+like the others. A key with `{name}` placeholders takes values ("chapter {n} of {total}");
+for text the server made in English it is also a pattern that finds its words
+(docs/languages.md).
 
     GET /api/locale/de    every area of German merged into one object
+    GET /api/locale/en    the English lines whose words differ from their key (t() shows a
+                          key it has no words for, so the rest need not travel)
 """
 
 from __future__ import annotations
@@ -60,6 +63,9 @@ def catalogue(lang: str) -> dict[str, str | dict[str, str]]:
 @router.get("/{lang}", summary="The page's words in one language")
 def get_locale(lang: Lang) -> dict[str, str | dict[str, str]]:
     try:
-        return catalogue(lang)
+        words = catalogue(lang)
     except ValueError as err:  # a broken locale file: say which, keep the server up
         raise HTTPException(status_code=500, detail=str(err)) from err
+    if lang == "en":  # the page shows a key whose words it is not sent: send what differs
+        return {key: text for key, text in words.items() if text != key}
+    return words

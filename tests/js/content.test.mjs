@@ -1,7 +1,7 @@
 // The scene's own texts in the page's language (static/js/i18n/content.js): say() looks the
 // English template up in the language's words, fills it as the tour always has ({name}s,
 // {name:one|other} count forms, the "not yet" words) and marks what it made, so the
-// translator leaves it. Checked on the shipped German and Spanish words.
+// leftover check passes it. Checked on the shipped German and Spanish words.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
@@ -39,11 +39,11 @@ test('in German with its own count forms, its numbers written the German way', (
   assert.match(sayEs(first, { gpus: '1', step: '2' }), /^1 GPU simulada entrena .* lleva 2 pasos\.$/);
 });
 
-test('what say() made is marked, so the translator leaves it', () => {
+test('what say() made is marked as made in the language', () => {
   const out = sayDe(scene.parts[0].name);
   assert.equal(out, de.words('Data lake'));
   assert.ok(de.made.has(out));
-  // English, or a template with no words: not marked, the translator may still know it
+  // A template with no words: not marked, the leftover check names it
   assert.equal(sayDe('No words for this {n}', { n: 3 }), 'No words for this 3');
   assert.ok(!de.made.has('No words for this 3'));
 });
@@ -73,9 +73,9 @@ test('every tour text is said in German and Spanish, for one and for many', () =
   }
 });
 
-test("a number written the language's way is left alone by the translator", () => {
-  // The scale field's buttons: num() writes 16.384 in German and Spanish, which the
-  // translator, reading English, would otherwise turn into 16,384 (sixteen point three).
+test("a number written the language's way is marked as made", () => {
+  // The scale field's buttons: num() writes 16.384 in German and Spanish, which tr(),
+  // reading English, would otherwise turn into 16,384 (sixteen point three).
   assert.equal(de.num(16384), '16.384');
   assert.equal(es.num(16384), '16.384');
   assert.equal(es.num(4096), '4096');

@@ -1,7 +1,7 @@
 // The page's words (static/js/i18n/lang.js wordsFor): t() makes a text in the language at the
 // moment it is drawn, picks the form a count needs, writes numbers the language's way, and
-// remembers what it made so the translator leaves it; a form a language has beyond English's
-// two comes from its own plural rules. Checked on the shipped German and Spanish words.
+// remembers what it made for the leftover check; a form a language has beyond English's two
+// comes from its own plural rules. Checked on the shipped English, German and Spanish words.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -13,17 +13,20 @@ const LOCALES = new URL('../../scenes/locales/', import.meta.url);
 const catalogue = (lang) => Object.assign({}, ...readdirSync(new URL(`${lang}/`, LOCALES))
   .map((f) => JSON.parse(readFileSync(new URL(`${lang}/${f}`, LOCALES), 'utf8'))));
 
-const en = wordsFor('en');
+const en = wordsFor('en', catalogue('en'));
 const de = wordsFor('de', catalogue('de'));
 const es = wordsFor('es', catalogue('es'));
 const FORMS = ['live: {n} GPU training', 'live: {n} GPUs training'];
 
-test('English is the key, its numbers written the English way', () => {
+test('English is a locale file like the others, its numbers written the English way', () => {
   assert.equal(en.t('Step {step}: loss {loss}, all {gpus} GPUs agreed on the update.', { step: 1024, loss: en.num(2.8604, 3), gpus: 32 }),
     'Step 1,024: loss 2.860, all 32 GPUs agreed on the update.');
   assert.equal(en.t(FORMS, { n: 1 }, 1), 'live: 1 GPU training');
   assert.equal(en.t(FORMS, { n: 4096 }, 4096), 'live: 4,096 GPUs training');
-  assert.equal(en.made.size, 0);
+  assert.ok(en.made.has('live: 4,096 GPUs training'));
+  // The English file's words are the ones shown, even where they say it otherwise than the key.
+  const edited = wordsFor('en', { ...catalogue('en'), Loss: 'Training loss' });
+  assert.equal(edited.t('Loss'), 'Training loss');
 });
 
 test('German and Spanish words, counts and numbers, and what t() made is remembered', () => {
@@ -55,7 +58,7 @@ test('the step sentence for a screen reader is made by t()', () => {
     'Step 41: loss 2.860, 2 of 32 GPUs down; the run goes on from its last checkpoint.');
 });
 
-test('sentences made by t() and put together are left by the translator too', () => {
+test('sentences made by t() and put together are marked as made too', () => {
   const de2 = wordsFor('de', catalogue('de'));
   const parts = [de2.t('rolled back to step {step}', { step: 5 }), de2.t('step {n}', { n: 6 })];
   assert.equal(de2.join(parts), 'zurück auf Schritt 5 Schritt 6');

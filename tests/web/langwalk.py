@@ -1,5 +1,6 @@
-"""A walk through everything the page can show, in one language, that collects the text the
-language has no words for (the translator's `misses`, static/js/i18n/translate.js).
+"""A walk through everything the page can show, in one language, that collects every text
+shown without having been made in that language (`?words=check`: the leftover check's
+`misses`, static/js/i18n/translate.js `watchLeftovers`).
 
 The language test runs it and expects nothing missing. Run by hand, it lists what to add to
 `scenes/locales/<lang>/`, with where each line was seen:
@@ -73,7 +74,7 @@ def misses_in(page, places: tuple[str, ...]) -> list[list[str]]:
 def _collect(page, into: dict[str, str]) -> None:
     got = page.evaluate(MISSES_JS)
     if got is None:
-        raise AssertionError("the page did not start its translator")
+        raise AssertionError("the page did not load its words")
     for text, where in got:
         into.setdefault(text, where)
 
@@ -189,11 +190,11 @@ def walk(
     story = None
     if "story" in parts and viewer_url:
         story = browser.new_context(viewport=view, reduced_motion="reduce")
-        url = f"{viewer_url}/?lang={lang}&draw=0&story=one-gpu&chapter=1"
+        url = f"{viewer_url}/?lang={lang}&words=check&draw=0&story=one-gpu&chapter=1"
         story_page = _open(story, url, wait=False)
     if {"page", "tour", "labs", "panels", "present"} & set(parts):
         ctx = browser.new_context(viewport=view)
-        walk_main(_open(ctx, f"{rights_url}/?lang={lang}&draw=0"), into, parts)
+        walk_main(_open(ctx, f"{rights_url}/?lang={lang}&words=check&draw=0"), into, parts)
         ctx.close()
     if story is not None:
         walk_story(story_page, into)
@@ -202,7 +203,7 @@ def walk(
         for copy in ("/sheet", "/sheet/teacher"):
             ctx = browser.new_context(viewport=view)
             page = ctx.new_page()
-            page.goto(f"{rights_url}{copy}?lang={lang}")
+            page.goto(f"{rights_url}{copy}?lang={lang}&words=check")
             page.wait_for_function("document.body.dataset.ready === 'true'", timeout=30_000)
             _collect(page, into)
             ctx.close()

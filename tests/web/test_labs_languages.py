@@ -9,7 +9,7 @@ from __future__ import annotations
 import langwalk
 import pytest
 
-# Where the labs live on the page (the translator's `misses` say where each line was seen).
+# Where the labs live on the page (the leftover check's `misses` say where each line was seen).
 LAB_PLACES = ("#lab-", "#labs", "#cost-", "#mem-")
 
 WORDS = {
@@ -45,7 +45,7 @@ def click(page, selector: str) -> None:
 @pytest.mark.parametrize("lang", ["de", "es"])
 def test_the_labs_speak_the_language(page_at, web, lang) -> None:
     words = WORDS[lang]
-    w = page_at(f"?lang={lang}", viewport={"width": 800, "height": 600})
+    w = page_at(f"?lang={lang}&words=check", viewport={"width": 800, "height": 600})
     page = w.page
     page.wait_for_function("window.trainingRunLabs !== undefined && window.trainingRunI18n")
     web.wait_stage(page)

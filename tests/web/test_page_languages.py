@@ -1,5 +1,5 @@
 """The page's own words in German and Spanish, in a real browser: the toolbar, the HUD and its
-time panel, the key list with its key names (in <kbd>, which the translator leaves alone),
+time panel, the key list with its key names (in <kbd>),
 the legend and the colour key read in the language with nothing left in English; the longer
 words keep the toolbar on one row on a wide screen and inside the window on a laptop; and a
 failed GPU is told in the language, on the chart's canvas label too."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import langwalk
 import pytest
 
-# Where on the page the chrome lives (the translator's `misses` say where each line was seen).
+# Where on the page the chrome lives (the leftover check's `misses` say where each line was seen).
 CHROME = (
     "#toolbar",
     "#tb-",
@@ -59,7 +59,7 @@ def chrome_misses(page) -> list[list[str]]:
 @pytest.mark.parametrize(("lang", "w", "h"), [("de", 1920, 1080), ("es", 1024, 768)])
 def test_the_chrome_speaks_the_language_and_fits(page_at, web, lang, w, h) -> None:
     words = WORDS[lang]
-    watch = page_at(f"?lang={lang}", viewport={"width": w, "height": h})
+    watch = page_at(f"?lang={lang}&words=check", viewport={"width": w, "height": h})
     page = watch.page
     web.wait_stage(page)
     page.wait_for_function("document.querySelectorAll('#toolbar .labs button').length >= 3")
@@ -92,7 +92,7 @@ def test_the_chrome_speaks_the_language_and_fits(page_at, web, lang, w, h) -> No
 
 
 def test_a_failure_is_told_in_german_on_the_toast_and_the_chart(page_at, web) -> None:
-    watch = page_at("?lang=de")
+    watch = page_at("?lang=de&words=check")
     page = watch.page
     page.wait_for_function("window.trainingRun.step > 2")
     page.keyboard.press("k")

@@ -1,6 +1,6 @@
 // The scene's and the story's own texts (captions, cards, chapters) in the page's language:
 // the English template is the key of its words; {name}s are filled from live values as it is
-// drawn, and what it made is marked so the translator leaves it (docs/languages.md).
+// drawn, and what it made is marked as made in the language (docs/languages.md).
 import { join, words } from './lang.js';
 
 /** The key, on live values, of the Set of names whose values do not exist yet. */
@@ -37,7 +37,7 @@ export function sayFor(w) {
   };
   return (template, values = {}, notYet = '') => {
     const here = own(template);
-    // English, or no words for it: the English, which the translator may still know.
+    // No words for it: the English, which the leftover check names.
     if (here === undefined) return fillTemplate(template, values, notYet);
     return w.join([fillTemplate(here, values, notYet && (own(notYet) ?? notYet))]);
   };

@@ -1,8 +1,8 @@
 // Which language the page speaks: `?lang=de` in the address, else the choice remembered
-// from the picker, else English. English is the page's own words; another language loads
-// its words (scenes/locales/<lang>/) and the translator (./translate.js) before the page
-// mounts, so nothing shows in English first. `t(key, values)` makes a text in the page's
-// language as it is drawn; `tr(text)` puts English already made into it (docs/languages.md).
+// from the picker, else English. Every language, English too, loads its words
+// (scenes/locales/<lang>/) before the page mounts, and the page's own HTML is put into them
+// once (./translate.js `localize`). `t(key, values)` makes a text in the page's language as it
+// is drawn; `tr(text)` finds words for a text the server made in English (docs/languages.md).
 
 export const LANGS = { en: 'English', de: 'Deutsch', es: 'Español' };
 const KEY = 'trainingRun.lang';
@@ -20,12 +20,12 @@ function pick() {
 const picked = typeof window !== 'undefined' ? pick() : 'en';
 export const lang = Object.hasOwn(LANGS, picked) ? picked : 'en';
 
-let translate = (text) => text;
+let translator = null;
 
 /** The page's words in `code`: `t(key, values, count)` makes a text, `key` its English
  * ([one, other] where `count` picks the form), `{name}`s filled from `values` and numbers
  * written the language's way; `num(x, digits)` writes a number (1,024.5 / 1.024,5); `made`
- * holds what t() wrote in another language (and join() put together), which the translator leaves (docs/languages.md). */
+ * holds what t() wrote (and join() put together), which the leftover check passes (docs/languages.md). */
 export function wordsFor(code, words = {}) {
   const locale = code === 'en' ? 'en-US' : code;
   const EN = new Intl.PluralRules('en-US');
@@ -42,7 +42,7 @@ export function wordsFor(code, words = {}) {
       const min = pct || typeof digits === 'number' ? n : 0;
       formats.set(key, new Intl.NumberFormat(locale, { style: pct ? 'percent' : 'decimal', minimumFractionDigits: min, maximumFractionDigits: n }));
     }
-    // Written the language's way already: the translator must not read it as English again
+    // Written the language's way already: tr() must not read it as English again
     // (4.096 in German is four thousand and ninety-six, not 4.096).
     return Number.isFinite(Number(x)) ? keep(formats.get(key).format(Number(x))) : '–';
   }
@@ -58,12 +58,10 @@ export function wordsFor(code, words = {}) {
     });
     return keep(out);
   }
-  // What t() made, in another language: the translator must leave it.
+  // What was made in the language, for the leftover check (translate.js watchLeftovers).
   function keep(out) {
-    if (code !== 'en') {
-      if (made.size > 5000) made.clear();
-      made.add(out.replace(/\s+/g, ' ').trim());
-    }
+    if (made.size > 20_000) made.clear();
+    made.add(out.replace(/\s+/g, ' ').trim());
     return out;
   }
   const own = (key) => (Object.hasOwn(words, key) ? words[key] : undefined);
@@ -78,23 +76,32 @@ export const join = (parts, sep) => page.join(parts, sep);
 /** The language's own words for `key`, or undefined (English, or none). */
 export const words = (key) => page.words(key);
 
-/** The text in the page's language (English until, or unless, another one is loaded). */
+/** Words for a text the server made in English: exact, or by a pattern key with the
+ * numbers in it written the language's way; the English where there are none. */
 export function tr(text) {
-  return translate(text);
+  const s = String(text ?? '');
+  return translator ? page.join([translator.text(s)]) : s;
 }
 
-/** Load the language's words and start translating the page; resolves when the page can
- * mount. A language whose words cannot be loaded leaves the page in English. */
+/** Ask for the leftover check: `?words=check`, or a test's `window.trainingRunCheckWords`. */
+function checking() {
+  return window.trainingRunCheckWords === true || new URLSearchParams(window.location.search).get('words') === 'check';
+}
+
+/** Load the language's words and put the page's own HTML into them; resolves when the page
+ * can mount. Words that cannot be loaded leave the page in its English keys. */
 export async function startLanguage() {
   document.documentElement.lang = lang;
-  if (lang === 'en') return;
   try {
-    const { startTranslating } = await import('./translate.js');
-    const translator = await startTranslating(lang, { keep: (core) => page.made.has(core) });
-    page = wordsFor(lang, translator.words);
-    translate = translator.text;
+    const { loadWords, localize, makeTranslator, watchLeftovers } = await import('./translate.js');
+    const words = await loadWords(lang);
+    page = wordsFor(lang, words);
+    translator = makeTranslator(lang, words, { keep: (core) => page.made.has(core) });
+    localize(document, translator, (out) => page.join([out]));
+    window.trainingRunI18n = translator; // its words, and what it found no words for
+    if (checking()) watchLeftovers(document, translator, (core) => page.made.has(core));
   } catch (err) {
-    console.warn(`the page's words in ${LANGS[lang]} could not be loaded; it stays in English`, err);
+    console.warn(`the page's words in ${LANGS[lang]} could not be loaded`, err);
   }
 }
 

@@ -1,16 +1,16 @@
-// The translator: puts the page's English into another language as it appears (what t() in
-// lang.js made is left alone: docs/languages.md). The page's
-// modules write English (their words are the keys of the locale files, as in gettext); this
-// watches the document and replaces each text and each title, label and placeholder with
-// the locale's words before the browser paints. Text the page fills in at run time matches
-// a pattern key ("chapter {n} of {total}"), and the numbers in it are written the way the
-// language writes them (1,024.5 -> 1.024,5 in German).
+// A language's words (scenes/locales/<lang>/), and three uses of them that are not t():
+// - `localize(root)` puts the page's own HTML (its headings, buttons, titles) into the
+//   language once, before the page mounts: each text and title, label and placeholder is a
+//   key, looked up exactly;
+// - `makeTranslator(...).text(s)` finds words for a text the server made in English (a
+//   refusal, a reason, a datasheet's source line): exactly, or by a pattern key ("GPU {n}
+//   failed at step {step}") with the numbers in it written the language's way;
+// - `watchLeftovers(root)`, only when asked (`?words=check`), lists every text that shows in
+//   the page without having been made in its language: the language walk reads `misses`,
+//   and so does whoever adds the missing words.
 //
 // Left as it is: anything inside translate="no" (the model's own English words, names), and
-// text with no letters but numbers and units, whose numbers are only re-written.
-//
-// What found no words is kept in `misses` (text -> where it was seen): the language test
-// reads it, and so does whoever adds the missing words.
+// text with no letters but numbers and units.
 
 const ATTRS = ['title', 'aria-label', 'placeholder', 'alt', 'aria-description', 'data-tip'];
 // Units and symbols that read the same in every language the page speaks.
@@ -24,14 +24,11 @@ const CACHE_MAX = 20_000;
 const VERBATIM = /(^|_)word$/;
 const ADDRESS = /^(?:https?:\/\/|www\.)\S+$|^[\w.-]+:\d+(?:\/\S*)?$/;
 
-export async function startTranslating(lang, { root = document, keep } = {}) {
+/** Every area of the language's words merged, as GET /api/locale/<lang> serves them. */
+export async function loadWords(lang) {
   const res = await fetch(`/api/locale/${encodeURIComponent(lang)}`);
   if (!res.ok) throw new Error(`HTTP ${res.status}`);
-  const words = await res.json();
-  const translator = makeTranslator(lang, words, { keep });
-  watch(root, translator);
-  window.trainingRunI18n = translator; // for tests and for finding missing words
-  return translator;
+  return res.json();
 }
 
 export function makeTranslator(lang, words, { keep = () => false } = {}) {
@@ -190,7 +187,7 @@ function numberWriter(lang) {
 function skip(node) {
   const el = node.nodeType === 1 ? node : node.parentElement;
   if (!el) return true;
-  // A noscript's words show only where scripts (and so this translator) never run.
+  // A noscript's words show only where scripts never run.
   if (el.closest('[translate="no"], script, style, noscript, code, pre, kbd, textarea')) return true;
   return false;
 }
@@ -203,72 +200,77 @@ function where(el) {
   return `${withId ? `#${withId.id} ` : ''}${tag}${cls}`;
 }
 
-function watch(root, tr) {
-  const done = new WeakMap(); // text node -> the text this put there, so it is not redone
-  const doneAttr = new WeakMap(); // element -> {attr: text put there}
-
-  function textNode(node) {
-    const now = node.nodeValue;
-    if (!now || done.get(node) === now || skip(node)) return;
-    const out = tr.translate(now, where(node.parentElement));
-    if (out !== undefined && out !== now) {
-      done.set(node, out);
-      node.nodeValue = out;
-    } else done.set(node, now);
+/** Every text node and titled element under `node` (itself included), outside translate="no". */
+function each(node, onText, onElement) {
+  if (node.nodeType === 3) {
+    if (!skip(node)) onText(node);
+    return;
   }
-
-  function attrs(el) {
-    if (el.closest('[translate="no"]')) return;
-    let mine = doneAttr.get(el);
-    for (const a of ATTRS) {
-      const v = el.getAttribute(a);
-      if (!v || mine?.[a] === v) continue;
-      const out = tr.translate(v, `${where(el)}[${a}]`);
-      if (!mine) doneAttr.set(el, (mine = {}));
-      mine[a] = out ?? v;
-      if (out !== undefined && out !== v) el.setAttribute(a, out);
-    }
-    if (el.tagName === 'INPUT' && (el.type === 'button' || el.type === 'submit') && el.value) {
-      const out = tr.translate(el.value, where(el));
-      if (out !== undefined && out !== el.value) el.value = out;
-    }
+  if (node.nodeType !== 1 && node.nodeType !== 9 && node.nodeType !== 11) return;
+  if (node.nodeType === 1) {
+    if (skip(node)) return;
+    onElement(node);
   }
-
-  function tree(node) {
-    if (node.nodeType === 3) return textNode(node);
-    if (node.nodeType !== 1 && node.nodeType !== 9 && node.nodeType !== 11) return;
-    if (node.nodeType === 1) {
-      if (skip(node)) return;
-      attrs(node);
-    }
-    const walker = document.createTreeWalker(node, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
-      acceptNode: (n) => (n.nodeType === 1 && n.closest('[translate="no"], script, style')
-        ? NodeFilter.FILTER_REJECT
-        : NodeFilter.FILTER_ACCEPT),
-    });
-    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-      if (n.nodeType === 3) textNode(n);
-      else attrs(n);
-    }
+  const walker = document.createTreeWalker(node, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
+    acceptNode: (n) => (n.nodeType === 1 && n.closest('[translate="no"], script, style, noscript')
+      ? NodeFilter.FILTER_REJECT
+      : NodeFilter.FILTER_ACCEPT),
+  });
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.nodeType === 3) {
+      if (!skip(n)) onText(n);
+    } else onElement(n);
   }
+}
 
-  tree(root === document ? document.documentElement : root);
+function titles(el, fn) {
+  for (const a of ATTRS) {
+    const v = el.getAttribute(a);
+    if (v) fn(v, (out) => el.setAttribute(a, out), `${where(el)}[${a}]`);
+  }
+  if (el.tagName === 'INPUT' && (el.type === 'button' || el.type === 'submit') && el.value) {
+    fn(el.value, (out) => { el.value = out; }, where(el));
+  }
+}
+
+/** The page's own HTML in the language, once: each text is a key of `tr`'s words. `made`
+ * receives what was put there. */
+export function localize(root, tr, made = () => {}) {
+  const put = (text, set) => {
+    const out = tr.translate(text);
+    if (out === undefined) return; // no words: the leftover check names it
+    made(out);
+    if (out !== text) set(out);
+  };
+  each(
+    root === document ? document.documentElement : root,
+    (n) => put(n.nodeValue, (out) => { n.nodeValue = out; }),
+    (el) => titles(el, put),
+  );
+}
+
+/** List what shows in the page without having been made in its language (`made(core)`
+ * false), as it appears; changes nothing. */
+export function watchLeftovers(root, tr, made) {
+  const top = root === document ? document.documentElement : root;
+  const look = (text, _set, at) => {
+    const core = norm(text);
+    if (!core || made(core) || !hasWords(core) || ADDRESS.test(core) || nameLike(core)) return;
+    if (tr.misses.size < 2000) tr.misses.set(core, at);
+  };
+  const text = (n) => look(n.nodeValue, null, where(n.parentElement));
+  each(top, text, (el) => titles(el, look));
   const obs = new MutationObserver((records) => {
     for (const r of records) {
-      if (r.type === 'characterData') textNode(r.target);
-      else if (r.type === 'attributes') {
-        if (r.target.nodeType === 1) attrs(r.target);
+      if (r.type === 'characterData') {
+        if (!skip(r.target)) text(r.target);
+      } else if (r.type === 'attributes') {
+        if (r.target.nodeType === 1 && !r.target.closest('[translate="no"]')) titles(r.target, look);
       } else {
-        for (const n of r.addedNodes) tree(n);
+        for (const n of r.addedNodes) each(n, text, (el) => titles(el, look));
       }
     }
   });
-  obs.observe(root === document ? document.documentElement : root, {
-    subtree: true,
-    childList: true,
-    characterData: true,
-    attributes: true,
-    attributeFilter: ATTRS,
-  });
+  obs.observe(top, { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ATTRS });
   return obs;
 }

@@ -1,6 +1,6 @@
 // Quantities with their units, written the page's language's way (1.5 GB / 1,5 GB): the
-// values t() puts into its sentences. ui/format.js writes the same quantities in English for
-// the modules the translator still puts into another language (docs/languages.md).
+// values t() puts into its sentences, and the cells that hold a number alone (ui/format.js
+// gives them the names the page's modules use; docs/languages.md).
 import { join, num as pageNum } from './lang.js';
 
 /** The unit writers over one number writer: `num(x, digits)` from wordsFor() or lang.js. */
@@ -40,7 +40,7 @@ export function unitsFor(num) {
   return { whole, bytes, seconds, rate, percent, loss: (x) => (Number.isFinite(x) ? num(x, 3) : '–') };
 }
 
-// On the page each writer's text is marked as made in the language (join), so the translator
-// leaves it even where it stands alone in a cell.
+// On the page each writer's text is marked as made in the language (join), for the leftover
+// check, even where it stands alone in a cell.
 const page = Object.fromEntries(Object.entries(unitsFor((x, digits) => pageNum(x, digits))).map(([k, f]) => [k, (...a) => join([f(...a)])]));
 export const { whole, bytes, seconds, rate, percent, loss } = page;

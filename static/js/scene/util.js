@@ -101,7 +101,7 @@ export function wallTexture(colour = '#ffffff') {
 /** A text sprite drawn on a canvas (for the few world-space words, e.g. "doesn't fit").
  * `verbatim`: the model's own English (what it reads), never put into the page's language. */
 export function textSprite(words, { colour = '#ffffff', bg = null, height = 0.6, weight = 700, verbatim = false } = {}) {
-  const text = verbatim ? words : tr(words); // drawn on a canvas, out of the translator's sight
+  const text = verbatim ? words : tr(words); // the scene's English words, in the page's language
   const font = `${weight} 56px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;
   const cv = document.createElement('canvas');
   const g = cv.getContext('2d');

@@ -260,8 +260,7 @@ export function mountChart(store, canvas) {
       ctx.lineTo(xx - r, cy + r + font / 2);
       ctx.stroke();
       const band = bands.find((b) => b.fromStep === m);
-      // Words drawn on the canvas: the translator cannot see them, so they are put into the
-      // page's language here (and measured as they will be drawn).
+      // Words drawn on the canvas, in the page's language (and measured as they will be drawn).
       const label = band ? t(['rolled back to step {step}: {n} step lost', 'rolled back to step {step}: {n} steps lost'], { step: m, n: band.lost }, band.lost) : t('rolled back to step {step}', { step: m });
       const tw = ctx.measureText(label).width;
       const tx = xx + r + 4 + tw > pad.l + w ? xx - r - 4 - tw : xx + r + 4;

@@ -44,7 +44,7 @@ function el(tag, attrs = {}, text = '') {
 }
 
 // Tags are placed every frame; their words and visibility are written only when they change
-// (a write is a change to the page: the translator and assistive technology would redo it).
+// (a write is a change to the page: assistive technology would read it again).
 function write(node, text) {
   if (node.dataset.text === text) return;
   node.dataset.text = text;

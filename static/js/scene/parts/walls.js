@@ -90,7 +90,7 @@ function sig3(x) {
 function labelFor(mc) {
   if (!mc) return null;
   const f = Number(mc.fraction) || 0;
-  // Drawn on a canvas, out of the translator's sight: made in the page's language.
+  // Drawn on a canvas: made in the page's language.
   if (f > 1) return { title: t("Doesn't fit"), line: t("needs {x}× this GPU's memory", { x: sig3(f) }), bad: true };
   if (Number.isFinite(mc.gpus) && mc.gpus > 1) {
     return { title: t('Fits on {n} GPUs', { n: mc.gpus }), line: t('each holds 1/{n}: {p}% full', { n: mc.gpus, p: Math.round(f * 100) }), bad: false };
