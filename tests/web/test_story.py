@@ -754,10 +754,13 @@ def test_opening_the_story_at_a_fresh_chapter_starts_its_run_over(page_at, web) 
     trained = before.page.evaluate("window.trainingRun.runId")
     before.page.context.close()
     watch = page_at("?story=one-gpu&chapter=12", viewport={"width": 1024, "height": 768})
-    watch.page.wait_for_function(
-        "window.trainingRun.story?.chapter === 12 && document.querySelector('.sf-fresh')",
-        timeout=WAIT_MS,
-    )
+    try:
+        watch.page.wait_for_function(
+            "window.trainingRun.story?.chapter === 12 && document.querySelector('.sf-fresh')",
+            timeout=WAIT_MS,
+        )
+    except PlaywrightTimeout:
+        raise AssertionError(f"chapter 12 never called its run fresh: {_where(watch)}") from None
     assert watch.page.evaluate("window.trainingRun.runId") != trained
     assert watch.errors == [], watch.errors
 

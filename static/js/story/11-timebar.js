@@ -18,7 +18,7 @@ export function groups(store) {
 }
 
 /** The time bar in `figure`, without the scene (chapter 15 draws its own). */
-export function timeBar({ figure, store, memo, chapter }) {
+export function timeBar({ figure, store, memo, chapter, startedOver }) {
   let fresh = false; // the run seen at its start since the chapter began
   const runs = new Set(); // the chapter's run as watched: a second id is it started over
   const draw = redrawer(figure, (now, one, g, gpus, step) => {
@@ -34,13 +34,13 @@ export function timeBar({ figure, store, memo, chapter }) {
     ];
   });
   const update = () => {
-    const step = store.state.step;
-    if (!step) return;
     const hello = store.state.hello;
     if (hello?.run_id && hello.watching === store.state.watching && store.state.watching?.endsWith(`.${chapter?.run}`)) runs.add(hello.run_id);
-    // Seen at step 0 or 1, or started over while watched (at full speed its first steps can
-    // pass before the page draws one).
-    fresh ||= Boolean(chapter?.fresh) && ((store.state.status?.step ?? step.step) <= 1 || runs.size > 1);
+    const step = store.state.step;
+    if (!step) return;
+    // Seen at step 0 or 1, or started over while watched, or started over for this chapter
+    // (at full speed its first steps can pass before the page draws one).
+    fresh ||= Boolean(chapter?.fresh) && ((store.state.status?.step ?? step.step) <= 1 || runs.size > 1 || Boolean(startedOver?.()));
     const g = groups(store);
     const gpus = store.state.hello?.config?.gpus ?? 1;
     draw([step.seq, memo.one?.sim_step, fresh], step.sim_step_s, memo.one?.sim_step, g, gpus, store.state.status?.step ?? step.step);

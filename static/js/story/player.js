@@ -75,6 +75,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     newRun: () => Boolean(actions.newRun({ ...want() })),
   });
   let freshDue = false; // restart the chapter's run once this page watches it
+  let restartedFrom = null; // {ref, runId}: the run this chapter started over, and its old id
   let refused = ''; // NO_RUN_HERE, the server's English reason, or true (none given)
   let notYours = ''; // a "do it" this page may not do, said until the chapter changes
   let deferred = null; // {fresh}: a run asked for before the hello said who may change it
@@ -149,7 +150,8 @@ export function mountStory(store, { getStage, actions, labels }) {
     freshDue = false;
     if (!canControl()) return;
     refused = '';
-    asked.restart(chapter().run, runRef(chapter().run), store.state.hello?.run_id ?? null);
+    restartedFrom = { ref: runRef(chapter().run), runId: store.state.hello?.run_id ?? null };
+    asked.restart(chapter().run, runRef(chapter().run), restartedFrom.runId);
   }
 
   store.on('hello', (msg) => {
@@ -301,6 +303,9 @@ export function mountStory(store, { getStage, actions, labels }) {
       values,
       memo,
       getDrift: () => drift,
+      // The chapter's run was started over for it, and this page now watches the new run.
+      startedOver: () => Boolean(restartedFrom) && store.state.hello?.watching === restartedFrom.ref
+        && store.state.watching === restartedFrom.ref && store.state.hello?.run_id !== restartedFrom.runId,
       loadDrift,
       reduced: () => store.state.reducedMotion,
       requestRender: () => getStage()?.requestRender?.(),
@@ -330,6 +335,7 @@ export function mountStory(store, { getStage, actions, labels }) {
     els.figure.hidden = true;
     index = Math.max(0, Math.min(story.chapters.length - 1, i));
     notYours = '';
+    restartedFrom = null;
     const ch = chapter();
     const my = ++entering;
     store.set('story', { id: story.id, chapter: index + 1, chapters: story.chapters.length });
