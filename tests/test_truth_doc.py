@@ -7,7 +7,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from app.engine.activations import Recompute, layer_bytes
 from app.engine.hardware import INTERRUPTIONS_PER_GPU_HOUR
+from app.engine.lens import state_bytes
 from app.labs.cost import DEFAULT_CO2_KG_PER_KWH, estimate
 from app.labs.memory import compute_memory, format_bytes, serving_from
 from tests.test_estimate import MFU, PUBLISHED_RUNS
@@ -19,6 +21,11 @@ def _gpu_hours(run: str) -> str:
     name, params, active, tokens, gpu, hours = next(r for r in PUBLISHED_RUNS if r[0] == run)
     ours = estimate(params, tokens, gpu, active_params=active, mfu=MFU).gpu_hours
     return f"{ours:,.0f} ({ours / hours - 1:+.0%})".replace("+-", "-")
+
+
+def _gpt3(recompute: Recompute) -> float:
+    """GPT-3 175B's layer (s 2,048, h 12,288, 96 heads) on 8 GPUs with sequence parallelism."""
+    return layer_bytes(2048, 1, 12_288, 96, 8, recompute=recompute)
 
 
 def _llama3() -> str:
@@ -38,6 +45,9 @@ OURS: dict[str, Callable[[], str]] = {
     ),
     "grid": lambda: f"{DEFAULT_CO2_KG_PER_KWH:g} kg",
     "zero": lambda: format_bytes(compute_memory("7.5B", "bf16", "h100-80gb").training_bytes),
+    "zero-1": lambda: format_bytes(state_bytes(7.5e9, 64, 1)),
+    "zero-3": lambda: format_bytes(state_bytes(7.5e9, 64, 3)),
+    "selective-recompute": lambda: f"{1 - _gpt3('selective') / _gpt3('none'):.0%}",
     "kv-cache": lambda: format_bytes(
         compute_memory(
             "70B", "bf16", "h100-80gb", serving_from("llama3-70b", context=8192, batch=32)

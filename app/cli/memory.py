@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from app.cli.parser import CommandParser
+from app.engine import activations
 from app.labs.hardware import GPUS, PRECISIONS
 from app.labs.memory import (
     MODEL_SHAPES,
@@ -99,6 +100,19 @@ def render_table(r: MemoryResult) -> str:
             f"{r.gpus_to_fit_training_fp32_grads} GPUs",
         ),
     ]
+    if r.activations is not None:
+        a = r.activations
+        rows.append(
+            (
+                "Activations",
+                f"one {a.sequence:,}-token sequence through {a.layers} layers, kept for the "
+                "backward pass:",
+            )
+        )
+        rows += [
+            (f"  {activations.WORDS[mode]}", format_bytes(a.bytes[mode]))
+            for mode in activations.RECOMPUTE
+        ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
     lines += ["", "Rules of thumb:"] + [f"- {rule}" for rule in r.rules]

@@ -25,6 +25,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from . import activations
+from .activations import Recompute
 from .pipeline import simulate
 from .timing import (
     ACTIVATION_WIRE_BYTES,
@@ -150,6 +152,11 @@ _LLAMA3_BATCH = (
     "batches of 8,192-token sequences"
 )
 
+
+def _from_405b(model: str) -> str:
+    return f"assumption: the 405B's 16M tokens ({_LLAMA3_BATCH}); the {model}'s is not published"
+
+
 MODELS: dict[str, ModelShape] = {
     "1B": ModelShape(
         name="1B",
@@ -181,8 +188,7 @@ MODELS: dict[str, ModelShape] = {
         seq_len=8192,
         tokens_per_step=2048 * 8192,
         source=_LLAMA3,
-        batch_source="assumption: the 405B's 16M tokens (" + _LLAMA3_BATCH + "); the 8B's "
-        "is not published",
+        batch_source=_from_405b("8B"),
     ),
     "70B": ModelShape(
         name="70B",
@@ -197,8 +203,7 @@ MODELS: dict[str, ModelShape] = {
         seq_len=8192,
         tokens_per_step=2048 * 8192,
         source=_LLAMA3,
-        batch_source="assumption: the 405B's 16M tokens (" + _LLAMA3_BATCH + "); the 70B's "
-        "is not published",
+        batch_source=_from_405b("70B"),
     ),
     "405B": ModelShape(
         name="405B",
@@ -251,6 +256,35 @@ DEFAULT_PLANS: dict[str, tuple[int, int, int]] = {
     "671B": (1, 16, 64),  # DeepSeek-V3 report, section 3.2: PP 16, EP 64
 }
 
+# How far each model's training state is sharded over its data-parallel GPUs (ZeRO,
+# Rajbhandari et al. 2020): 1 the optimizer state, 2 the gradients too, 3 the weights too.
+DEFAULT_ZERO: dict[str, int] = {
+    "1B": 1,  # assumption: a distributed optimizer, as Megatron-LM and torchtitan runs use
+    "8B": 1,
+    "70B": 1,
+    "405B": 2,  # Llama 3 paper, section 3.3.2: FSDP shards optimizer state and gradients
+    "671B": 1,  # DeepSeek-V3 report, section 3.2: ZeRO-1 data parallelism
+}
+
+
+ZERO_WORDS = {
+    0: "not sharded",
+    1: "the optimizer state sharded over data parallelism (ZeRO-1)",
+    2: "optimizer state and gradients sharded over data parallelism (ZeRO-2)",
+    3: "all of it sharded over data parallelism (ZeRO-3)",
+}
+
+
+def state_bytes(elements: float, shards: int, zero: int) -> float:
+    """Bytes of mixed-precision AdamW state for `elements` parameters on one GPU, with ZeRO
+    stage `zero` over `shards` data-parallel GPUs: BF16 weights (2 bytes) and gradients (2),
+    FP32 master weights and two moments (12)."""
+    weights = 2.0 / (shards if zero >= 3 else 1)
+    grads = 2.0 / (shards if zero >= 2 else 1)
+    optimizer = 3.0 * OPTIMIZER_STATE_BYTES / (shards if zero >= 1 else 1)
+    return elements * (weights + grads + optimizer)
+
+
 GROUP_ORDER = (
     "data",
     "compute",
@@ -289,7 +323,11 @@ class LensResult:
     mfu: float  # model FLOPs (6 x active x tokens) over the step at the GPUs' peak
     tokens_per_s: float
     allreduce_algorithm: str  # NCCL's pick for one gradient bucket
-    memory_per_gpu_bytes: int  # weights, gradients and optimizer state, the fullest GPU
+    memory_per_gpu_bytes: int  # state and activations, the fullest GPU
+    state_bytes_per_gpu: int  # its weights, gradients and optimizer state
+    activation_bytes_per_gpu: dict[str, int]  # what it keeps for the backward, by recompute
+    recompute: str  # the recomputation `memory_per_gpu_bytes` counts
+    zero: int  # how far the state is sharded over data parallelism (ZeRO stage)
     fits: bool
     bound: str  # "compute" | "communication" | "pipeline bubble" | ...
     why: str
@@ -313,10 +351,13 @@ class LensError(ValueError):
 
 
 def _stage_layers(n_layer: int, pp: int) -> list[list[int]]:
+    """Layers by stage, as even as they go; a stage's extra layer goes to the later stages,
+    since the first holds the most microbatches in flight (as Llama 3 balanced its stages,
+    section 3.3.2)."""
     base, extra = divmod(n_layer, pp)
     out, i = [], 0
     for s in range(pp):
-        n = base + (1 if s < extra else 0)
+        n = base + (1 if s >= pp - extra else 0)
         out.append(list(range(i, i + n)))
         i += n
     return out
@@ -341,6 +382,8 @@ def lens(
     microbatch_seqs: int = 1,
     schedule: str = "1f1b",
     checkpoint: bool = False,
+    recompute: Recompute = "selective",
+    zero: int | None = None,
 ) -> LensResult:
     """One training step of `model` on `gpus` GPUs of `preset`, priced by the timing rules."""
     if model not in MODELS:
@@ -352,6 +395,9 @@ def lens(
     m = MODELS[model]
     d_tp, d_pp, d_ep = DEFAULT_PLANS[model]
     tp, pp, ep = tp or d_tp, pp or d_pp, ep or d_ep
+    zero = DEFAULT_ZERO[model] if zero is None else zero
+    if zero not in (0, 1, 2, 3):
+        raise LensError(f"ZeRO stage {zero} does not exist: use 0, 1, 2 or 3", "zero")
     _check_plan(m, p, gpus, tp, pp, ep, microbatch_seqs)
     dp = gpus // (tp * pp)
     seqs = m.tokens_per_step // m.seq_len
@@ -450,7 +496,16 @@ def lens(
                 "hidden": max(0.0, sent - (t - window[1])),
                 "update": update,
                 "end": t + update,
-                "state": (dense_gpu + experts_gpu) * TRAINING_BYTES_PER_PARAM,
+                "state": state_bytes(dense_gpu, dp, zero) + state_bytes(experts_gpu, edp, zero),
+                "activations": activations.by_recompute(
+                    m.seq_len,
+                    microbatch_seqs,
+                    m.d_model,
+                    m.n_head,
+                    tp,
+                    len(layers),
+                    activations.in_flight(s, pp, M),
+                ),
             }
         )
     slowest = max(range(pp), key=lambda s: stage_rows[s]["end"])
@@ -479,7 +534,9 @@ def lens(
         "checkpoint": ckpt,
     }
     groups["wait"] = max(0.0, step - sum(v for k, v in groups.items() if k not in BESIDE))
-    return _result(m, p, gpus, tp, pp, ep, dp, M, step, groups, algorithm[0], stage_rows)
+    return _result(
+        m, p, gpus, tp, pp, ep, dp, M, step, groups, algorithm[0], stage_rows, recompute, zero
+    )
 
 
 def _bucket_seconds(p: HardwarePreset, nbytes: float, members: int, servers: int) -> float:
@@ -535,13 +592,17 @@ def _result(
     groups: dict[str, float],
     algorithm: str,
     stage_rows: list[dict],
+    recompute: Recompute,
+    zero: int,
 ) -> LensResult:
     shares = {k: v / step for k, v in groups.items() if k not in BESIDE}
     compute = shares["compute"]
     comm = sum(shares[k] for k in COMMUNICATION)
     flops = 6.0 * m.active_params * m.tokens_per_step
     mfu = flops / (step * gpus * p.flops)
-    memory = int(max(r["state"] for r in stage_rows))
+    # The fullest GPU: its training state and what its stage keeps for the backward.
+    fullest = max(stage_rows, key=lambda r: r["state"] + r["activations"][recompute])
+    memory = int(fullest["state"] + fullest["activations"][recompute])
     bound, why = explain(shares)
     plan = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "schedule": "1f1b"}
     layout = f"tp {tp} x pp {pp} x dp {dp}" + (f", ep {ep}" if ep > 1 else "")
@@ -566,6 +627,10 @@ def _result(
         tokens_per_s=m.tokens_per_step / step,
         allreduce_algorithm=algorithm,
         memory_per_gpu_bytes=memory,
+        state_bytes_per_gpu=int(fullest["state"]),
+        activation_bytes_per_gpu={k: int(v) for k, v in fullest["activations"].items()},
+        recompute=recompute,
+        zero=zero,
         fits=memory <= p.memory_bytes,
         bound=bound,
         why=why,
@@ -575,13 +640,16 @@ def _result(
             f"Global batch {m.tokens_per_step:,} tokens ({m.batch_source}).",
             "Work: 6 x active parameters x tokens; attention's sequence-squared term and "
             "activation recomputation are left out.",
-            "The same rules as the live step (timing.py), at "
-            f"{p.mfu:.0%} of the dense BF16 peak; memory counts weights, gradients and AdamW "
-            f"state ({TRAINING_BYTES_PER_PARAM} bytes a parameter), not activations.",
+            f"The same rules as the live step (timing.py), at {p.mfu:.0%} of the dense BF16 peak.",
+            f"Memory: weights, gradients and AdamW state ({TRAINING_BYTES_PER_PARAM} bytes a "
+            f"parameter, {ZERO_WORDS[zero]}), plus the activations a stage keeps for its "
+            f"microbatches in flight (1F1B: up to {pp}), {activations.WORDS[recompute]} "
+            "(Korthikanti et al. 2022; "
+            "sequence parallel beside tensor parallel; expert layers counted as dense).",
             "Expert tokens are taken as spread evenly over the experts.",
             *p.assumptions,
         ],
-        sources=[m.source, *p.sources],
+        sources=[m.source, *p.sources, activations.SOURCE],
     )
 
 

@@ -16,6 +16,10 @@ same thing:
   makes 18 bytes per parameter, the figure used in the "One GPU" story.
 - Usable memory per GPU: 90% of the datasheet figure, because the CUDA context, the
   framework's allocator and fragmentation take the rest in practice.
+- Activations: what the forward pass keeps for the backward, for one sequence of a published
+  shape (Llama 3's 8B, 70B and 405B, sequences of 8,192 tokens) through every layer, by
+  Korthikanti et al. (2022): nothing recomputed, the attention's scores recomputed, or each
+  layer's forward recomputed (app/engine/activations.py).
 - "GPUs just to fit" splits the training state evenly over GPUs with no copies (fully
   sharded, ZeRO stage 3 style) and leaves out activations: a floor, not a plan. Real runs use
   far more GPUs, for speed.
@@ -26,6 +30,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from app.engine import activations
+from app.engine.lens import MODELS
 
 from .hardware import GPUS, PRECISIONS, parse_count
 
@@ -57,6 +64,10 @@ RULES: list[str] = [
     "for the optimizer.",
     "Usable memory per GPU is taken as 90% of the datasheet figure (CUDA context, allocator "
     "and fragmentation use the rest).",
+    "For Llama 3's published sizes, training also keeps activations for the backward pass: "
+    "for one 8,192-token sequence through every layer, with nothing recomputed, with the "
+    "attention's scores recomputed, or with each layer's forward recomputed "
+    "(Korthikanti et al. 2022).",
     "'GPUs just to fit' shares the training state evenly with no copies and ignores "
     "activations: a lower bound. Real runs use far more GPUs, for speed.",
 ]
@@ -74,6 +85,8 @@ SHAPE_PARAMS: dict[str, float] = {"llama3-8b": 8e9, "llama3-70b": 70e9, "llama3-
 # Serving traffic to try (the memory lab's choices): (tokens each request holds, requests
 # at once). A chat service's many 8K conversations; one long 128K document.
 SERVING_TRAFFIC: dict[str, tuple[int, int]] = {"32 x 8K": (8192, 32), "1 x 128K": (131_072, 1)}
+# The lens's shapes of the same models (hidden size, attention heads), for activations.
+TRAINING_SHAPES: dict[str, str] = {"llama3-8b": "8B", "llama3-70b": "70B", "llama3-405b": "405B"}
 SHAPE_MAX = 1_000_000  # layers, heads, head size, context or batch: far past any model
 
 
@@ -124,6 +137,30 @@ def serving_from(
             why = "" if name in ("context", "batch") else " (or give a shape)"
             raise FieldError(name, f"is needed to count the key/value cache{why}")
     return Serving(given["layers"], given["kv_heads"], given["head_dim"], context, batch)  # type: ignore[arg-type]
+
+
+@dataclass
+class Activations:
+    """What one sequence's forward pass keeps for the backward, through every layer of a
+    published shape, on one GPU (no tensor parallelism), by how much is recomputed."""
+
+    shape: str
+    layers: int
+    hidden: int
+    heads: int
+    sequence: int
+    bytes: dict[str, float]
+    source: str = activations.SOURCE
+
+
+def activations_for(params: float) -> Activations | None:
+    """The activations of the published shape with exactly `params` parameters, if any."""
+    for shape, n in SHAPE_PARAMS.items():
+        if n == params:
+            m = MODELS[TRAINING_SHAPES[shape]]
+            per = activations.by_recompute(m.seq_len, 1, m.d_model, m.n_head, 1, m.n_layer, 1)
+            return Activations(shape, m.n_layer, m.d_model, m.n_head, m.seq_len, per)
+    return None
 
 
 @dataclass
@@ -186,6 +223,8 @@ class MemoryResult:
     # serve_bytes is the weights + 20% rule of thumb), and the shape it was worked out for.
     kv_cache_bytes: float | None = None
     serving: Serving | None = None
+    # What training keeps for the backward pass, for a published shape of this size.
+    activations: Activations | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -305,6 +344,7 @@ def compute_memory(
         spread_case=_spread_case(case, n, to_fit),
         kv_cache_bytes=kv,
         serving=serving,
+        activations=activations_for(n),
     )
 
 

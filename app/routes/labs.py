@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.engine.activations import Recompute
 from app.engine.lens import DEFAULT_PLANS, MODELS, LensError, LensResult, lens
 from app.engine.timing import PRESETS
 from app.labs.content import Classroom, classroom
@@ -374,6 +375,12 @@ class LensRequest(_LabRequest):
     pp: int | None = Field(None, ge=1, le=1024, description="pipeline stages")
     ep: int | None = Field(None, ge=1, le=1024, description="expert parallel")
     checkpoint: bool = Field(False, description="write a checkpoint in this step")
+    recompute: Recompute = Field(
+        "selective", description="what the backward recomputes: none, selective or full"
+    )
+    zero: int | None = Field(
+        None, ge=0, le=3, description="ZeRO stage over data parallelism (default: per model)"
+    )
 
     @field_validator("*", mode="before")
     @classmethod

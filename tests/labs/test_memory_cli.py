@@ -15,6 +15,10 @@ def test_table(capsys) -> None:
     out = capsys.readouterr().out
     assert "140 GB" in out and "1.12 TB" in out
     assert "GPUs just to fit training" in out and "16" in out
+    # Llama 3 70B's shape: one 8,192-token sequence's activations, by what is recomputed.
+    acts = out[out.index("Activations") :]
+    assert "8,192-token sequence through 80 layers" in acts
+    assert "nothing recomputed" in acts and "1.9 TB" in acts and "10.7 GB" in acts
 
 
 def test_json(capsys) -> None:

@@ -139,3 +139,22 @@ def test_options_and_content(client: TestClient) -> None:
     assert o["usable_fraction"] == 0.9
     c = client.get("/api/labs/content").json()
     assert len(c["swap_cards"]) == 4 and len(c["questions"]) >= 2
+
+
+def test_lens_counts_activations_and_takes_recompute_and_zero(client: TestClient) -> None:
+    kept = client.get("/api/labs/lens", params={"model": "70B", "recompute": "selective"}).json()
+    assert kept["fits"] is True and kept["recompute"] == "selective" and kept["zero"] == 1
+    assert set(kept["activation_bytes_per_gpu"]) == {"none", "selective", "full"}
+    none = client.get("/api/labs/lens", params={"model": "70B", "recompute": "none"}).json()
+    assert none["fits"] is False
+    assert none["memory_per_gpu_bytes"] > kept["memory_per_gpu_bytes"]
+    for bad in ({"zero": 4}, {"recompute": "half"}):
+        r = client.get("/api/labs/lens", params={"model": "70B", **bad})
+        assert r.status_code == 422 and next(iter(bad)) in r.text
+
+
+def test_memory_says_what_a_published_shape_keeps_for_the_backward(client: TestClient) -> None:
+    a = client.get("/api/labs/memory", params={"params": "405B"}).json()["activations"]
+    assert a["shape"] == "llama3-405b" and a["layers"] == 126 and a["sequence"] == 8192
+    assert a["bytes"]["none"] > a["bytes"]["selective"] > a["bytes"]["full"] > 0
+    assert client.get("/api/labs/memory", params={"params": "7B"}).json()["activations"] is None

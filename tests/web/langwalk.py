@@ -93,6 +93,18 @@ def _click(page, selector: str, nth: int = 0) -> None:
     _quiet(page)
 
 
+LENS_JS = """([model, gpus]) => {
+  const m = document.getElementById('lens-model');
+  m.value = model;
+  if (model) document.getElementById('lens-gpus').value = gpus;
+  m.dispatchEvent(new Event('change'));
+}"""
+# The lens has answered for the model: its step, or why it cannot price it.
+LENS_SHOWN_JS = """(m) => /^(priced|refused)$/.test(
+  (document.getElementById('time-which').dataset.lens || '').slice(m.length + 1))
+  && document.getElementById('time-which').dataset.lens.startsWith(`${m}:`)"""
+
+
 def walk_main(page, into: dict[str, str], parts: tuple[str, ...]) -> None:
     """On a page with the run's controls: panels, tour, labs, presenting."""
     page.wait_for_function("window.trainingRun.step > 0", timeout=120_000)
@@ -127,6 +139,20 @@ def walk_main(page, into: dict[str, str], parts: tuple[str, ...]) -> None:
         for key in ("g", "g", "Escape"):
             _press(page, key)
         _collect(page, into)
+        # The lens on every model it knows, on the largest cluster offered: its sentences,
+        # assumptions and sources; then one plan it refuses, and back to the live step.
+        models = page.evaluate(
+            "[...document.getElementById('lens-model').options].map((o) => o.value)"
+        )
+        gpus = page.evaluate(
+            "[...document.getElementById('lens-gpus').options].map((o) => o.value)"
+        )
+        for model, size in [(m, gpus[-1]) for m in models if m] + [("671B", gpus[0]), ("", "")]:
+            page.evaluate(LENS_JS, [model, size])
+            if model:
+                page.wait_for_function(LENS_SHOWN_JS, arg=model, timeout=60_000)
+            _quiet(page)
+            _collect(page, into)
     if "tour" in parts:
         _press(page, "t")
         n = page.evaluate("window.trainingRun.tourLength")

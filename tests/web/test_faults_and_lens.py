@@ -123,6 +123,11 @@ def test_the_lens_flips_the_bar_from_communication_to_compute(page_on) -> None:
     assert lens["title"] == "What this step would cost for a Llama 3 70B model"
     assert lens["which"].startswith("Not the live run") and "1,024×" in lens["which"], lens
     assert lens["why"].startswith("Compute-bound"), lens
+    # Its memory per GPU: the sharded training state and the first stage's activations.
+    assert (
+        "Memory per GPU: 32.8 GB = 9.9 GB of weights, gradients and optimizer state" in lens["why"]
+    ), lens
+    assert "(the attention’s scores recomputed)" in lens["why"] and "238 GB." in lens["why"]
     # The bar itself: the compute segment takes most of it.
     assert lens["computeBasis"] > 75, lens
     # The gradient all-reduce mostly hides under the backward: beside the bar, not in it.

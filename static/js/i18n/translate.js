@@ -17,6 +17,7 @@ const ATTRS = ['title', 'aria-label', 'placeholder', 'alt', 'aria-description', 
 const UNITS = new Set([
   'ms', 's', 'µs', 'us', 'ns', 'min', 'h', 'd', 'B', 'KB', 'MB', 'GB', 'TB', 'PB', 'KiB', 'MiB', 'GiB',
   'TiB', 'k', 'M', 'x', 'GB/s', 'TB/s', 'Gb/s', 'FLOP', 'FLOPs', 'TFLOP/s', 'PFLOP/s', 'EFLOP/s', 'W', 'kW', 'MW',
+  'tp', 'pp', 'dp', 'ep', // a parallel plan's factors: "tp 8 x pp 4 x dp 32"
 ]);
 const CACHE_MAX = 20_000;
 // A placeholder named word, top_word, ..._word holds the model's own English (what it reads
@@ -85,7 +86,8 @@ export function makeTranslator(lang, words, { keep = () => false } = {}) {
     if (!core || !hasWords(core)) out = number(text);
     else if (ADDRESS.test(core)) out = text; // a link or an address reads the same everywhere
     else {
-      const hit = lookup(core);
+      // English words the file says no other way are their own key.
+      const hit = lookup(core) ?? (lang === 'en' ? core : undefined);
       if (hit !== undefined) {
         const lead = text.match(/^\s*/)[0];
         const tail = text.match(/\s*$/)[0];

@@ -123,6 +123,7 @@ export function create({ store }) {
       spread: h('button', { type: 'button', class: 'lab-btn primary mem-spread', 'aria-pressed': 'false', onclick: toggleSpread }),
       spreadNote: h('p', { class: 'mem-spread-note', 'aria-live': 'polite' }),
       rules: h('ul', { class: 'lab-rules' }),
+      acts: h('div', { class: 'mem-acts', hidden: true }),
       source: h('p', { class: 'lab-source' }),
       idea: h('p', { class: 'lab-idea' }),
       error: h('p', { class: 'lab-error', role: 'alert' }),
@@ -146,6 +147,7 @@ export function create({ store }) {
       h('h3', { text: t('Training memory, byte by byte') }),
       els.bar,
       els.barKey,
+      els.acts,
       h('h3', { text: t('Rules of thumb used here') }),
       els.rules,
       els.source,
@@ -205,6 +207,7 @@ export function create({ store }) {
       h('li', {}, h('i', { class: 'sw seg-master' }), t('optimizer: fp32 copy, momentum, variance: 12 B ({size})', { size: local.bytes(r.training_parts.slice(2).reduce((a, p) => a + p.bytes, 0)) })),
       h('li', { class: 'muted', text: t('With fp32 gradients the weight and its gradient take 6 B, so 18 B in all: {size}.', { size: local.bytes(r.training_bytes_fp32_grads) }) }),
     );
+    renderActivations(r.activations);
     const frac = r.one_gpu_fraction;
     els.verdict.className = `mem-verdict-word ${r.fits_one_gpu ? 'fits' : 'nofit'}`;
     els.verdict.textContent = r.fits_one_gpu ? t('Fits on one GPU.') : t("Doesn't fit on one GPU.");
@@ -216,6 +219,18 @@ export function create({ store }) {
     );
     els.source.textContent = t('GPU figures: {source}. Decimal units: 1 GB = 10⁹ bytes.', { source: tr(r.source) });
     renderVerdict();
+  }
+
+  /** What training keeps for the backward pass, for a published shape of this size. */
+  function renderActivations(a) {
+    els.acts.hidden = !a;
+    if (!a) return els.acts.replaceChildren();
+    const how = { none: t('nothing recomputed'), selective: t('the attention’s scores recomputed'), full: t('every layer’s forward recomputed') };
+    els.acts.replaceChildren(
+      h('p', { class: 'lab-label', text: t('Activations kept for the backward pass, for one {sequence}-token sequence through its {layers} layers:', { sequence: a.sequence, layers: a.layers }) }),
+      h('ul', { class: 'lab-rules' }, ...['none', 'selective', 'full'].map((mode) =>
+        h('li', { 'data-recompute': mode }, h('b', { text: local.bytes(a.bytes[mode]) }), ' ', how[mode]))),
+    );
   }
 
   /** The spread button and what the walls in the scene show now. */

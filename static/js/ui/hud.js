@@ -8,7 +8,7 @@
 import { TraceView } from '../scene/trace.js';
 import { activeFaults } from '../store.js';
 import { join, num, t, tr } from '../i18n/lang.js';
-import { percent, rate, seconds as secs, whole } from '../i18n/units.js';
+import { bytes, percent, rate, seconds as secs, whole } from '../i18n/units.js';
 import { handoffs, textbookBubble } from './bubble.js';
 import { el, fmtBytes, fmtInt, fmtLoss, fmtRate, fmtSeconds } from './format.js';
 
@@ -102,6 +102,25 @@ export function planWords(plan) {
     else detail = steps ? t('{n} experts per layer, each token to its top {k}, all of them on every GPU; {steps}', v) : t('{n} experts per layer, each token to its top {k}, all of them on every GPU', v);
   }
   return { layout, parts, detail };
+}
+
+// How the lens counts what a layer keeps for the backward pass (app/engine/activations.py).
+const RECOMPUTED = {
+  none: () => t('nothing recomputed'),
+  selective: () => t('the attention’s scores recomputed'),
+  full: () => t('every layer’s forward recomputed'),
+};
+
+/** The fullest GPU's memory in the lens: its training state and its activations. */
+export function lensMemory(r) {
+  const acts = r.activation_bytes_per_gpu ?? {};
+  return t('Memory per GPU: {total} = {state} of weights, gradients and optimizer state + {activations} of activations kept for the backward pass ({how}); with nothing recomputed they would take {none}.', {
+    total: bytes(r.memory_per_gpu_bytes),
+    state: bytes(r.state_bytes_per_gpu),
+    activations: bytes(acts[r.recompute]),
+    how: RECOMPUTED[r.recompute]?.() ?? r.recompute,
+    none: bytes(acts.none),
+  });
 }
 
 /** The kinds of traffic a step moved between GPUs: [{kind, group, label, bytes}], in the
@@ -376,6 +395,7 @@ export function mountHud(store) {
     nodes.panel?.classList.add('lensing');
     if (title) title.textContent = t('What this step would cost for a {model} model', { model: m?.label ?? lens.model });
     const r = lensResult;
+    which.dataset.lens = `${lens.model}:${!r ? 'working' : r.error ? 'refused' : 'priced'}`; // for tests
     if (!r || r.error) {
       which.textContent = r?.error ? t('The lens cannot price this: {error}', { error: tr(r.error) }) : t('Working it out…');
       why.textContent = '';
@@ -390,7 +410,10 @@ export function mountHud(store) {
     which.textContent = r.fits
       ? t('Not the live run: one step of {model} ({params} weights, {tokens} tokens a step) on {gpus}× {gpu}, plan {plan}, by the same timing rules', v)
       : t('Not the live run: one step of {model} ({params} weights, {tokens} tokens a step) on {gpus}× {gpu}, plan {plan} — it would not fit in their memory, by the same timing rules', v);
-    why.textContent = t('{why} Each step is {flops} × 10^{exp} operations (6 × {params} weights × {tokens} tokens), so the GPUs compute for {compute}; most of the all-reduce hides under the backward pass.', { why: tr(r.why), compute: secs(r.groups.compute), ...flopsValues(r) });
+    why.textContent = join([
+      t('{why} Each step is {flops} × 10^{exp} operations (6 × {params} weights × {tokens} tokens), so the GPUs compute for {compute}; most of the all-reduce hides under the backward pass.', { why: tr(r.why), compute: secs(r.groups.compute), ...flopsValues(r) }),
+      lensMemory(r),
+    ]);
     why.title = join((r.assumptions ?? []).map(tr), '\n'); // each line in the page's language
     nodes.assumption.textContent = t('Assumed: {first} (all {n} assumptions: hover the sentence above)', { first: tr(r.assumptions?.[0] ?? ''), n: whole(r.assumptions?.length) });
     nodes.assumption.title = join((r.sources ?? []).map(tr), '\n');
