@@ -33,8 +33,12 @@ export function enter(ctx) {
   // read once a drawing, not every frame).
   let cells = [];
   const shown = new Set(); // every kind a cell has taken since the chapter began
-  const off = id === 'one-step'
-    ? getStage?.()?.onUpdate?.((frame) => {
+  // Followed from the stage's frames once there is a stage: a chapter opened directly can be
+  // entered before the scene is up.
+  let off = null;
+  const follow = () => {
+    if (off || id !== 'one-step') return;
+    off = getStage?.()?.onUpdate?.((frame) => {
       for (const cell of cells) {
         const kind = frame?.lane?.(Number(cell.dataset.gpu))?.kind ?? null;
         const k = kind === 'wait' ? 'wait' : phaseOf(kind)?.phase ?? 'idle';
@@ -45,9 +49,10 @@ export function enter(ctx) {
           shown.add(k);
         }
       }
-    })
-    : null;
+    }) ?? null;
+  };
   const update = () => {
+    follow();
     block.update();
     const s = store.state;
     if (s.hello?.roles) draw([s.hello.run_id], s.hello.roles, s.hello.plan, s.hello.config);
