@@ -1,6 +1,6 @@
 """The room's layout at the sizes a class meets (a 1024x768 projector, a 1366x768 laptop, a
-1920x1080 screen) in every language and in projector mode: no numbered label sits under a
-panel, the step panel is a drawer folded to its heading and bar where room is short (and
+1920x1080 screen, a 390x844 phone) in every language and in projector mode: no numbered
+label sits under a panel, no tour stop covers the part it names, the step panel is a drawer folded to its heading and bar where room is short (and
 opens with its button), and Present / Copy link sit in the "more" menu instead of on the
 scene. Screenshots of each size land in tests/web/screenshots (room_<lang>_<w>x<h>.png)."""
 
@@ -115,14 +115,30 @@ NAMED = OVERLAPS.replace(
 )
 
 
-@pytest.mark.parametrize("size", [(1024, 768), (1920, 1080)])
-def test_no_tour_stop_covers_the_part_it_names(page_at, web, size) -> None:
+PHONE = (390, 844)
+
+
+@pytest.mark.parametrize(
+    ("size", "lang"),
+    [
+        (size, lang)
+        for lang in ("en", "de", "es")
+        for size in ((1024, 768), (1366, 768), (1920, 1080), PHONE)
+    ],
+)
+def test_no_tour_stop_covers_the_part_it_names(page_at, web, size, lang) -> None:
     """At every stop of the tour, on a projector's 1024 x 768 (the box docked to the right
-    edge, the scene framed left of it) and at 1920 x 1080 (the box along the bottom, the
-    scene framed above it): the label of the part the stop names shows, and no numbered
-    label sits under the tour's box or any panel."""
-    w = page_at("?tour=1", viewport={"width": size[0], "height": size[1]})
+    edge, the scene framed left of it), a laptop's 1366 x 768, at 1920 x 1080 (the box along
+    the bottom, the scene framed above it) and on a phone (the box under the scene, the
+    labels turned on), in every language: the label of the part the stop names shows, and
+    no numbered label sits under the tour's box or any panel."""
+    phone = {"is_mobile": True, "has_touch": True} if size == PHONE else {}
+    w = page_at(f"?tour=1&lang={lang}", viewport={"width": size[0], "height": size[1]}, **phone)
     page = w.page
+    if phone:  # a phone starts with the labels off (they pile up): L brings them back
+        page.wait_for_function("window.trainingRun.stageReady && window.trainingRun.frames > 0")
+        page.keyboard.press("l")
+        page.wait_for_function("window.trainingRun.labels === true")
     web.wait_stage(page)
     n = web.tr(page, "tourLength")
     insides = 0
@@ -135,7 +151,7 @@ def test_no_tour_stop_covers_the_part_it_names(page_at, web, size) -> None:
         web.settled(page)
         got = page.evaluate(NAMED)
         if stop in (0, n - 1):
-            web.screenshot(page, f"tour_{size[0]}x{size[1]}_stop{stop + 1}")
+            web.screenshot(page, f"tour_{lang}_{size[0]}x{size[1]}_stop{stop + 1}")
         if web.tr(page, "tourInside"):
             # The stop opens GPU 1 up close: its pieces are what it names, and none is under
             # the tour's box or a panel.
