@@ -11,7 +11,12 @@ from app.engine.activations import Recompute, layer_bytes
 from app.engine.hardware import INTERRUPTIONS_PER_GPU_HOUR
 from app.engine.lens import state_bytes
 from app.labs.cost import DEFAULT_CO2_KG_PER_KWH, estimate
-from app.labs.memory import compute_memory, format_bytes, serving_from
+from app.labs.memory import (
+    FP32_GRADS_BYTES_PER_PARAM,
+    compute_memory,
+    format_bytes,
+    serving_from,
+)
 from tests.test_estimate import MFU, PUBLISHED_RUNS
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "truth.md"
@@ -45,6 +50,7 @@ OURS: dict[str, Callable[[], str]] = {
     ),
     "grid": lambda: f"{DEFAULT_CO2_KG_PER_KWH:g} kg",
     "zero": lambda: format_bytes(compute_memory("7.5B", "bf16", "h100-80gb").training_bytes),
+    "fp32-grads": lambda: f"{FP32_GRADS_BYTES_PER_PARAM:g} bytes a parameter",
     "zero-1": lambda: format_bytes(state_bytes(7.5e9, 64, 1)),
     "zero-3": lambda: format_bytes(state_bytes(7.5e9, 64, 3)),
     "selective-recompute": lambda: f"{1 - _gpt3('selective') / _gpt3('none'):.0%}",

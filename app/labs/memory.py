@@ -50,6 +50,10 @@ TRAINING_PARTS: list[tuple[str, str, float]] = [
 ]
 TRAINING_BYTES_PER_PARAM = sum(b for _, _, b in TRAINING_PARTS)  # 16
 FP32_GRADS_BYTES_PER_PARAM = 2.0 + 4.0 + 12.0  # 18: bf16 weight + fp32 gradient + optimizer
+FP32_GRADS_SOURCE = (
+    "Megatron-LM, distributed optimizer guide: bf16 parameters with fp32 gradients take 18 "
+    "bytes a parameter without the distributed optimizer"
+)
 
 RULES: list[str] = [
     "Weights = parameters x bytes per number (the precision you pick).",

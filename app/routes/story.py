@@ -26,9 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from app.engine import model as M
 from app.engine.config import RunConfig
 from app.engine.drift import drift
+from app.engine.lens import MODELS
 from app.engine.trainer import Trainer
 from app.labs.hardware import GPUS
-from app.labs.memory import FP32_GRADS_BYTES_PER_PARAM, compute_memory
+from app.labs.memory import FP32_GRADS_BYTES_PER_PARAM, FP32_GRADS_SOURCE, compute_memory
 from app.paths import SCENES_DIR
 from app.run.climb import CLIMBS_DIR, load_climb
 
@@ -80,7 +81,8 @@ class Chapter(_Strict):
 
 
 class StoryScale(_Strict):
-    layer_params: int = Field(ge=1)
+    # The published model whose layer is "full size" (the lens's shapes, app/engine/lens.py).
+    layer_of: str
     gpu: str
     field: int = Field(ge=8)
     deep_layers: int = Field(ge=1)
@@ -128,6 +130,8 @@ def _load_story(path: Path, story_id: str) -> Story:
             load_climb(CLIMBS_DIR / f"{story.climb}.json")
         except (OSError, ValueError, KeyError) as e:
             raise ValueError(f"story {story_id!r}: climb {story.climb!r}: {e}") from None
+    if story.scale.layer_of not in MODELS or MODELS[story.scale.layer_of].moe:
+        raise ValueError(f"story {story_id!r}: no dense published model {story.scale.layer_of!r}")
     if story.scale.gpu not in GPUS:
         raise ValueError(f"story {story_id!r}: unknown GPU {story.scale.gpu!r}")
     return story
@@ -135,19 +139,27 @@ def _load_story(path: Path, story_id: str) -> Story:
 
 def scale_figures(story: Story) -> dict[str, Any]:
     """The full-size figures the out-of-memory chapter quotes, by the memory lab's rules:
-    18 bytes a weight (6 for the weight and its gradient, 12 for the optimizer), each GPU's
-    usable memory, and what four and eight full-size layers need on one GPU."""
+    18 bytes a weight (6 for the weight and its gradient, 12 for the optimizer; Megatron-LM's
+    count for bf16 weights with fp32 gradients), each GPU's usable memory, and what four and
+    eight full-size layers need on one GPU; a full-size layer is one of a published model's
+    (its attention, MLP and norms, by the lens's shapes)."""
     s = story.scale
+    model = MODELS[s.layer_of]
+    layer_params = sum(model.layer_params(0))
     out: dict[str, Any] = {
         "bytes_per_weight": FP32_GRADS_BYTES_PER_PARAM,
         "weight_grad_bytes": 6.0,
         "optimizer_bytes": FP32_GRADS_BYTES_PER_PARAM - 6.0,
-        "layer_params": s.layer_params,
+        "bytes_source": FP32_GRADS_SOURCE,
+        "layer_params": layer_params,
+        "layer_model": model.label,
+        "layer_model_layers": model.n_layer,
+        "layer_source": model.source,
         "deep_layers": s.deep_layers,
         "field": s.field,
     }
     for layers in (4, 8):
-        m = compute_memory(s.layer_params * layers, "bf16", s.gpu)
+        m = compute_memory(layer_params * layers, "bf16", s.gpu)
         need = m.training_bytes_fp32_grads
         out[f"layers{layers}"] = {
             "params": m.params,

@@ -1,8 +1,9 @@
 """The room's layout at the sizes a class meets (a 1024x768 projector, a 1366x768 laptop, a
 1920x1080 screen, a 390x844 phone) in every language and in projector mode: no numbered
-label sits under a panel, no tour stop covers the part it names, the step panel is a drawer folded to its heading and bar where room is short (and
-opens with its button), and Present / Copy link sit in the "more" menu instead of on the
-scene. Screenshots of each size land in tests/web/screenshots (room_<lang>_<w>x<h>.png)."""
+label sits under a panel, no tour stop covers the part it names, the step panel is a drawer
+folded to its heading and bar where room is short (and opens with its button), and Present /
+Copy link sit in the "more" menu instead of on the scene. Screenshots of each size land in
+tests/web/screenshots (room_<lang>_<w>x<h>.png, tour_<lang>_<w>x<h>_stop<n>.png)."""
 
 from __future__ import annotations
 

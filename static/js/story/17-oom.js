@@ -5,7 +5,7 @@
 // there; their walls hold the four layers in two bands, and with the eight they overflow,
 // hatched, far past the top. (The main scene's memory walls, behind the close-up, are left
 // alone.)
-import { t } from '../i18n/lang.js';
+import { join, t, tr } from '../i18n/lang.js';
 import { percent } from '../i18n/units.js';
 import { h, redrawer, wall } from './figure.js';
 import { gpuCloseUp } from './closeup.js';
@@ -36,7 +36,13 @@ export function enter(ctx) {
           caption: o ? t('8 layers: {need} · {share} of one GPU', { need: v.oom_need, share: v.oom_share }) : t('4 layers: {share} of one GPU', { share: percent(c.fraction) }),
         }),
       ),
-      h('p', { class: 'sf-legend' }, h('i', { class: 'sf-swatch sf-weights' }), ` ${t('weight + gradient {n} B', { n: v.weight_grad_bytes })}  `, h('i', { class: 'sf-swatch sf-optimizer' }), ` ${t('optimizer {n} B (a weight: {total} B)', { n: v.optimizer_bytes, total: v.bytes_per_weight })}`),
+      h('p', { class: 'sf-legend', title: join([tr(f.layer_source), tr(f.bytes_source)], '\n') }, h('i', { class: 'sf-swatch sf-weights' }), ` ${t('weight + gradient {n} B', { n: v.weight_grad_bytes })}  `, h('i', { class: 'sf-swatch sf-optimizer' }), ` ${t('optimizer {n} B (a weight: {total} B)', { n: v.optimizer_bytes, total: v.bytes_per_weight })}`),
+      // Where the full size and the bytes come from: the short form shown, the sources held.
+      h('p', {
+        class: 'sf-legend sf-source',
+        title: join([tr(f.layer_source), tr(f.bytes_source)], '\n'),
+        text: t('Full size: a layer of {model}; {bytes} B a weight as Megatron-LM counts it.', { model: f.layer_model, bytes: v.bytes_per_weight }),
+      }),
     ];
   });
   const update = () => {
