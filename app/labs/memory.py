@@ -77,20 +77,19 @@ RULES: list[str] = [
 ]
 
 
-# Published shapes (layers, key/value heads, head size): "The Llama 3 Herd of Models" (Meta,
-# 2024), Table 3; grouped-query attention keeps 8 key/value heads of 128 numbers.
-MODEL_SHAPES: dict[str, tuple[int, int, int]] = {
-    "llama3-8b": (32, 8, 128),
-    "llama3-70b": (80, 8, 128),
-    "llama3-405b": (126, 8, 128),
-}
-SHAPE_SOURCE = "The Llama 3 Herd of Models (Meta, 2024), Table 3: layers, key/value heads"
+# Published shapes, by the lens's models ("The Llama 3 Herd of Models", Meta, 2024, Table 3):
+# the name the lab and the command line use -> the lens's model, and the size chip it
+# matches. Grouped-query attention keeps 8 key/value heads of 128 numbers.
+PUBLISHED: dict[str, str] = {"llama3-8b": "8B", "llama3-70b": "70B", "llama3-405b": "405B"}
 SHAPE_PARAMS: dict[str, float] = {"llama3-8b": 8e9, "llama3-70b": 70e9, "llama3-405b": 405e9}
+# For serving's key/value cache: (layers, key/value heads, head size).
+MODEL_SHAPES: dict[str, tuple[int, int, int]] = {
+    name: (m.n_layer, m.n_kv_head, m.d_model // m.n_head)
+    for name, m in ((name, MODELS[model]) for name, model in PUBLISHED.items())
+}
 # Serving traffic to try (the memory lab's choices): (tokens each request holds, requests
 # at once). A chat service's many 8K conversations; one long 128K document.
 SERVING_TRAFFIC: dict[str, tuple[int, int]] = {"32 x 8K": (8192, 32), "1 x 128K": (131_072, 1)}
-# The lens's shapes of the same models (hidden size, attention heads), for activations.
-TRAINING_SHAPES: dict[str, str] = {"llama3-8b": "8B", "llama3-70b": "70B", "llama3-405b": "405B"}
 SHAPE_MAX = 1_000_000  # layers, heads, head size, context or batch: far past any model
 
 
@@ -161,7 +160,7 @@ def activations_for(params: float) -> Activations | None:
     """The activations of the published shape with exactly `params` parameters, if any."""
     for shape, n in SHAPE_PARAMS.items():
         if n == params:
-            m = MODELS[TRAINING_SHAPES[shape]]
+            m = MODELS[PUBLISHED[shape]]
             per = activations.by_recompute(m.seq_len, 1, m.d_model, m.n_head, 1, m.n_layer, 1)
             return Activations(shape, m.n_layer, m.d_model, m.n_head, m.seq_len, per)
     return None

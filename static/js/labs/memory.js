@@ -9,6 +9,7 @@ import { say } from '../i18n/content.js';
 import { whole } from '../i18n/units.js';
 import { h, local } from './dom.js';
 import * as api from './api.js';
+import { RECOMPUTED } from '../ui/hud.js';
 
 export function create({ store }) {
   const state = { params: '70B', precision: 'bf16', gpu: 'h100-80gb', traffic: 'rule' };
@@ -225,11 +226,10 @@ export function create({ store }) {
   function renderActivations(a) {
     els.acts.hidden = !a;
     if (!a) return els.acts.replaceChildren();
-    const how = { none: t('nothing recomputed'), selective: t('the attention’s scores recomputed'), full: t('every layer’s forward recomputed') };
     els.acts.replaceChildren(
       h('p', { class: 'lab-label', text: t('Activations kept for the backward pass, for one {sequence}-token sequence through its {layers} layers:', { sequence: a.sequence, layers: a.layers }) }),
       h('ul', { class: 'lab-rules' }, ...['none', 'selective', 'full'].map((mode) =>
-        h('li', { 'data-recompute': mode }, h('b', { text: local.bytes(a.bytes[mode]) }), ' ', how[mode]))),
+        h('li', { 'data-recompute': mode }, h('b', { text: local.bytes(a.bytes[mode]) }), ' ', RECOMPUTED[mode]()))),
     );
   }
 

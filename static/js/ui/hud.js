@@ -104,8 +104,9 @@ export function planWords(plan) {
   return { layout, parts, detail };
 }
 
-// How the lens counts what a layer keeps for the backward pass (app/engine/activations.py).
-const RECOMPUTED = {
+// How much the backward recomputes, in words (app/engine/activations.py): the lens and the
+// memory lab say it the same way.
+export const RECOMPUTED = {
   none: () => t('nothing recomputed'),
   selective: () => t('the attention’s scores recomputed'),
   full: () => t('every layer’s forward recomputed'),
