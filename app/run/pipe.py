@@ -79,6 +79,9 @@ class RunInfo:
     # Where the steps come from when they are not computed now: a recording's description
     # (app/run/recording.py RecordingMeta.describe, with "kind": "recording"); None: live.
     source: dict[str, Any] | None = None
+    # The body (StepFields JSON) of the step the run stands at, when the worker holds it and
+    # no new step may come to show it: a recording reopened at its last played step.
+    last_body: str | None = None
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ class Replayer(PacedServer):
             startup_events=self.rec.info.startup_events if first else [],
             checkpoints=[],  # the recorded run's checkpoints are not on this disk
             source={"kind": "recording", **self.rec.meta.describe()},
+            last_body=self.rec.steps[self.pos - 1].body if self.pos else None,
         )
 
     def state(self, events: list[EventMsg] | None = None) -> WorkerState:

@@ -304,7 +304,7 @@ class Runner:
             self._stuck = None
         if self.recorder is not None:
             self.recorder.opened(info)
-        for e in self.view.adopt(info, reset=reset, unclean=unclean):
+        for e in self.view.adopt(info, reset=reset, unclean=unclean, seq=self._seq):
             self.emit(e)
 
     def emit(self, e: EventMsg) -> EventMsg:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 
@@ -171,10 +172,13 @@ class RunView:
     def changed(self) -> None:
         self._version += 1
 
-    def adopt(self, info: RunInfo, *, reset: bool, unclean: bool = False) -> list[EventMsg]:
+    def adopt(
+        self, info: RunInfo, *, reset: bool, unclean: bool = False, seq: int = 0
+    ) -> list[EventMsg]:
         """Take on a run the worker has just opened (at start, after a crash, on reset).
 
-        `unclean`: the run's last process did not stop cleanly (a kill, a crash).
+        `unclean`: the run's last process did not stop cleanly (a kill, a crash). `seq`: the
+        record's latest, for a step the worker hands over with the run (`info.last_body`).
         Returns the run's startup events, to be recorded and announced.
         """
         self.info = info
@@ -199,6 +203,8 @@ class RunView:
             current = self.history.current_run()
             if self.last_frame is None and current and current.run_id == self.run_id:
                 self.last_frame = current.last_frame
+            if self.last_frame is None and info.last_body is not None:
+                self.last_frame = step_frame_text(info.last_body, seq, round(time.time(), 6))
             self._restore_figures()
         self.changed()
         events = list(info.startup_events)

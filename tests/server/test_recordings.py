@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -126,6 +127,52 @@ def test_a_server_plays_the_recording_step_for_step(recorded: Path, tmp_path: Pa
         assert runs["class"]["source"] == "live" and runs["class"]["recording"] is None
     finally:
         srv.stop()
+
+
+def test_a_recording_played_to_its_end_still_shows_its_last_step_after_a_crash(
+    recorded: Path, tmp_path: Path
+) -> None:
+    """A server that played a recording to its end and then died without stopping: the next
+    server opens the run where its record stands, at the last step. A page that joins is sent
+    that step (nothing more will ever come): before, it got a hello at the last step and no
+    step to show, and the story's chapter waited for one forever."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(recorded, run_dir)
+    first = ServerProcess(run_dir, *SERVE, log_name="played-to-the-end")
+    first.start()
+    try:
+
+        async def play_to_the_end() -> None:
+            async with websockets.connect(f"{first.ws_url}?run={REF}", max_size=None) as ws:
+                await next_message(ws, "hello")
+                await ws.send(json.dumps({"type": "control", "action": "reset"}))
+                await next_message(ws, "hello")
+                while True:
+                    msg = await next_message(ws, "step")
+                    if any(e["kind"] == "recording_ended" for e in msg["events"]):
+                        return
+
+        asyncio.run(play_to_the_end())
+    finally:
+        first.kill()
+    second = ServerProcess(run_dir, *SERVE, log_name="after-the-crash")
+    second.start()
+    try:
+
+        async def join() -> tuple[dict, dict]:
+            async with websockets.connect(f"{second.ws_url}?run={REF}", max_size=None) as ws:
+                return await next_message(ws, "hello"), await next_message(ws, "snapshot")
+
+        hello, snapshot = asyncio.run(join())
+        assert hello["watching"] == REF and snapshot["status"]["step"] == STEPS, snapshot
+        last = snapshot["last_step"]
+        assert last is not None and last["step"] == STEPS, last
+        rec = read_recording(recording_path(recorded, REF, story_config()))
+        assert last["loss"] == rec.steps[-1].figures.loss
+        # The figures a page shows beside it are that step's too.
+        assert snapshot["status"]["loss"] == rec.steps[-1].figures.loss, snapshot["status"]
+    finally:
+        second.stop()
 
 
 def test_a_damaged_recording_is_set_aside_and_the_run_computed(
