@@ -242,7 +242,23 @@ def wait_ready(page, n: int, watch, srv, web) -> None:
         )
 
 
-def check_chapter(page, n: int, watch, srv, web) -> dict:
+# How the card begins the line that says where a recorded run's steps come from, in each
+# language: the words before the first number of each of its two lines.
+RECORDED = (
+    "Played from a recording of a real run of this model"
+    " (steps {first}–{last}, recorded {date}), not computed now."
+)
+RECORDING_ENDS = "The recording of this real run ends at step {last}."
+
+
+def source_starts(lang: str) -> tuple[str, str]:
+    words = {}
+    if lang != "en":
+        words = json.loads((SCENES_DIR / "locales" / lang / "story.json").read_text())
+    return tuple(words.get(k, k).split("{")[0] for k in (RECORDED, RECORDING_ENDS))
+
+
+def check_chapter(page, n: int, watch, srv, web, lang: str = "en") -> dict:
     wait_ready(page, n, watch, srv, web)
     s = story(page)
     ch = STORY["chapters"][n - 1]
@@ -263,10 +279,7 @@ def check_chapter(page, n: int, watch, srv, web) -> dict:
     if ch["run"] in STORY["recorded"]:
         page.wait_for_function("window.trainingRun.story.source !== ''")
         s = story(page)
-        assert re.match(
-            r"(Played from a recording of a real run|The recording of this real run ends)",
-            s["source"],
-        ), s["source"]
+        assert s["source"].startswith(source_starts(lang)), s["source"]
     else:
         assert s["source"] == "", s["source"]
     assert watch.errors == [], watch.errors
@@ -972,6 +985,14 @@ def test_the_experts_are_split_between_two_gpus(page_at, web) -> None:
     assert watch.errors == [], watch.errors
 
 
+# Chapter 21's card and caption quote the same bytes on GPU 1 (a number and its unit).
+STAGES_AGREE = """(() => {
+  const legend = document.querySelector('#story-figure .sf-legend')?.textContent ?? '';
+  const used = /\\d[\\d.,]*\\s[KMGT]?B/.exec(legend);
+  return used !== null && window.trainingRun.story.caption.includes(used[0]);
+})()"""
+
+
 def test_the_stages_stack_by_height(page_at, web) -> None:
     """Chapter 21 stacks the pipeline's stages by height over GPU 1: stage 1's GPUs at the
     bottom, stage 2's over them, each row named with its stage and layers and every GPU whose
@@ -984,6 +1005,10 @@ def test_the_stages_stack_by_height(page_at, web) -> None:
         " return s && s.landed === 1 && s.fits === 4; })()",
     )
     page = watch.page
+    # The card's "fits" line quotes GPU 1's bytes as the caption does, past the first steps
+    # (which still change them: the card once kept the first step's).
+    page.wait_for_function("window.trainingRun.step >= 3", timeout=WAIT_MS)
+    page.wait_for_function(STAGES_AGREE, timeout=10_000)
     roles = page.evaluate("window.trainingRun.roles")
     assert {r["stage"] for r in roles} == {0, 1} and len(roles) == 4
     high = _heights(page)
@@ -1175,18 +1200,43 @@ SETTLED_JS = f"""() => new Promise((done) => {{
 }})"""
 
 
-def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, web) -> None:
+# The walk's sizes: forward on a wide screen (the card along the bottom) and a laptop's
+# 1366x768, back on a projector's 1024x768 (the card docked right) and a phone's 390x844 (the
+# card under the scene). The page's layout follows its width alone, so one page is resized.
+FORWARD = ({"width": 1920, "height": 1080}, {"width": 1366, "height": 768})
+BACK = ({"width": 1024, "height": 768}, {"width": 390, "height": 844})
+
+
+def hidden_at(page, sizes, n: int, cid: str, web) -> list[str]:
+    """Chapter n's pieces that a panel covers (or that fall off screen) at each size, the page
+    left at the last one."""
+    hits: list[str] = []
+    for size in sizes:
+        if page.viewport_size != size:
+            since = web.tr(page, "frames")
+            page.set_viewport_size(size)
+            web.drawn(page, since)
+            web.landed(page)
+        hits += [
+            f"{n} {cid} at {size['width']}: {h}" for h in page.evaluate(PIECES_HIDDEN_JS)["hits"]
+        ]
+    return hits
+
+
+@pytest.mark.parametrize("lang", ["en", "de", "es"])
+def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, web, lang) -> None:
     story_server, recorded = story_server
-    shots = shots_dir()
+    shots = shots_dir() if lang == "en" else None
     hidden: list[str] = []
     # The walk checks each chapter's state, not its pixels: without screenshots to take, the
     # page skips its WebGL draws (?draw=0).
-    query = "?story=one-gpu&chapter=1" + ("" if shots else "&draw=0")
-    # Forward on a wide screen (the card along the bottom), back on a projector's 1024x768
-    # (the card docked right): at both, no piece of a chapter's picture is under a panel.
-    wide = shots_size() if shots else {"width": 1920, "height": 1080}
-    narrow = shots_size() if shots else {"width": 1024, "height": 768}
-    watch = web.open_page(browser, story_server.url, query, reduced_motion="reduce", viewport=wide)
+    query = f"?story=one-gpu&chapter=1&lang={lang}" + ("" if shots else "&draw=0")
+    # At every size, no piece of a chapter's picture is under a panel.
+    forward = (shots_size(),) if shots else FORWARD
+    back = (shots_size(),) if shots else BACK
+    watch = web.open_page(
+        browser, story_server.url, query, reduced_motion="reduce", viewport=forward[0]
+    )
     page = watch.page
     page.set_default_timeout(120_000)
     n_chapters = len(STORY["chapters"])
@@ -1203,8 +1253,10 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
         if n == first_recorded - 3:
             recorded()  # before the page warms the team's run, two distinct runs ahead
         if n > 1:
+            if page.viewport_size != forward[0]:
+                page.set_viewport_size(forward[0])
             page.keyboard.press("PageDown")
-        s = check_chapter(page, n, watch, story_server, web)
+        s = check_chapter(page, n, watch, story_server, web, lang)
         cid = s["chapterId"]
         picture = None
         if cid in ("what-if", "together"):
@@ -1233,7 +1285,7 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
                 "(() => { const f = window.trainingRun.field, c = window.trainingRun.story.figure;"
                 " const now = document.querySelector('.sf-tone-now small');"
                 " return f.on && c && c.step === 1000000 && f.decade === c.decade && now"
-                " && now.textContent === (10 ** f.decade).toLocaleString('en-US'); })()"
+                f" && now.textContent === (10 ** f.decade).toLocaleString('{lang}'); }})()"
             )
             climb = story(page)["figure"]
             assert climb["past"] is True and climb["decade"] == len(CLIMB["decades"]) - 1
@@ -1244,9 +1296,7 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
             page.wait_for_function("window.trainingRun.field.on === false")
         seen[cid] = story(page)
         pictures.append((cid, picture or page.evaluate(SETTLED_JS)))
-        hidden += [
-            f"{n} {cid} at {wide['width']}: {h}" for h in page.evaluate(PIECES_HIDDEN_JS)["hits"]
-        ]
+        hidden += hidden_at(page, forward, n, cid, web)
         if shots:
             width = shots_size()["width"]
             page.screenshot(
@@ -1278,14 +1328,13 @@ def test_walk_every_chapter_forward_and_back(browser, story_server, tmp_path, we
     assert memo["dp2"]["tokens_per_gpu"] * 2 == memo["one"]["tokens_per_gpu"]
 
     # ... and back, chapter by chapter, each on its own run again.
-    page.set_viewport_size(narrow)
     for n in range(n_chapters - 1, 0, -1):
+        if page.viewport_size != back[0]:
+            page.set_viewport_size(back[0])
         page.keyboard.press("PageUp")
-        cid = check_chapter(page, n, watch, story_server, web)["chapterId"]
+        cid = check_chapter(page, n, watch, story_server, web, lang)["chapterId"]
         page.evaluate(SETTLED_JS)
-        hidden += [
-            f"{n} {cid} at {narrow['width']}: {h}" for h in page.evaluate(PIECES_HIDDEN_JS)["hits"]
-        ]
+        hidden += hidden_at(page, back, n, cid, web)
     assert hidden == [], hidden
     page.keyboard.press("Escape")
     page.wait_for_function("window.trainingRun.story.chapter === null")

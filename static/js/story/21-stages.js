@@ -34,7 +34,9 @@ export function enter(ctx) {
   const update = () => {
     const s = store.state;
     const memory = s.step?.memory;
-    if (s.hello?.roles && memory?.length) draw([s.hello.run_id, memory.length], s.hello.roles, memory);
+    // Keyed on every GPU's total: the first steps still change it, and the legend quotes the
+    // same bytes as the caption above it.
+    if (s.hello?.roles && memory?.length) draw([s.hello.run_id, memory.map((m) => m.total).join()], s.hello.roles, memory);
     gpus.update();
   };
   update();
