@@ -2,9 +2,9 @@
 the scene (the test hook's `figure`, each with its screen box) against every panel that
 shows."""
 
-# Every piece drawn in the scene against every panel that shows (the story's card and the
-# tour's box among them): a piece more than half under one, or more than half off screen, is hidden.
-PIECES_HIDDEN_JS = """() => {
+# Every panel that shows (the story's card, the tour's box and the labs among them), each
+# with its name and box: `panels`, in a function's body.
+PANELS = """
   const shown = (el) => {
     if (!el || el.closest('[hidden]')) return false;
     const s = getComputedStyle(el);
@@ -19,6 +19,24 @@ PIECES_HIDDEN_JS = """() => {
     const r = el.getBoundingClientRect();
     return { name: name(el), l: r.left, t: r.top, r: r.right, b: r.bottom };
   });
+"""
+
+# The panels over a box on screen ({left, top, right, bottom}), by name.
+PANELS_OVER_JS = (
+    "(part) => {"
+    + PANELS
+    + """
+  return panels.filter((p) => part.left < p.r - 1 && p.l < part.right - 1
+    && part.top < p.b - 1 && p.t < part.bottom - 1).map((p) => p.name);
+}"""
+)
+
+# Every piece drawn in the scene against every panel that shows: a piece more than half under
+# one, or more than half off screen, is hidden.
+PIECES_HIDDEN_JS = (
+    "() => {"
+    + PANELS
+    + """
   const W = innerWidth, H = innerHeight;
   const area = (a) => Math.max(0, a.r - a.l) * Math.max(0, a.b - a.t);
   const meet = (a, b) => ({
@@ -43,3 +61,4 @@ PIECES_HIDDEN_JS = """() => {
   }
   return { pieces: pieces.length, hits: [...new Set(hits)] };
 }"""
+)

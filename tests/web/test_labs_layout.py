@@ -1,12 +1,14 @@
-"""The lab panels on the screens they are used on: a laptop, a 1920x1080 projector and a
-1024x768 school projector. A lab that changes the scene frames the part it changes clear of its
-panel (and of the colour key); the ring lab's table and chart read at small sizes; every panel
+"""The lab panels on the screens they are used on: a laptop, a 1920x1080 projector, a
+1024x768 school projector and a phone, in every language. A lab that changes the scene frames
+the part it changes clear of its panel and of every other (on a phone the panel is a sheet
+under the scene); the ring lab's table and chart read at small sizes; every panel
 fits the window, can be closed, and keeps its words at least 14 px (larger in projector mode).
 Real server, real page; the part's place on screen is found by picking the canvas."""
 
 from __future__ import annotations
 
 import pytest
+from covered import PANELS_OVER_JS
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 SMALL_SCREEN = {"width": 1024, "height": 768}
@@ -76,13 +78,12 @@ def settle_framing(page) -> None:
 # ---- 1. a lab does not cover what it changes ----------------------------------------------
 
 
-@pytest.mark.parametrize("projector", [False, True], ids=["laptop", "projector"])
+# In projector mode (bigger type, a wider panel); the laptop's page at every size and in
+# every language is test_a_labs_part_is_clear_of_every_panel_at_every_size below.
 @pytest.mark.parametrize("viewport", [FULL_HD, SMALL_SCREEN], ids=size_name)
 @pytest.mark.parametrize(("key", "name"), [("m", "memory"), ("w", "swap")])
-def test_scene_labs_frame_their_part_clear_of_the_panel(
-    page_at, web, key, name, viewport, projector
-) -> None:
-    w = page_at("?projector" if projector else "", viewport=viewport, reduced_motion="reduce")
+def test_scene_labs_frame_their_part_clear_of_the_panel(page_at, web, key, name, viewport) -> None:
+    w = page_at("?projector", viewport=viewport, reduced_motion="reduce")
     page = w.page
     open_lab(page, web, key, name)
     if name == "swap":
@@ -92,7 +93,7 @@ def test_scene_labs_frame_their_part_clear_of_the_panel(
     else:
         page.wait_for_function("window.trainingRun.stageDebug.overflowWalls > 0", timeout=30_000)
     settle_framing(page)
-    web.screenshot(page, f"layout_{name}_{size_name(viewport)}{'_projector' if projector else ''}")
+    web.screenshot(page, f"layout_{name}_{size_name(viewport)}_projector")
     panel = rect(page, f"#lab-{name}")
     part = page.evaluate("window.trainingRun.partBox('gpus', 12)")
     assert part is not None, "the GPU servers are not on screen at all"
@@ -264,3 +265,58 @@ def test_every_panel_fits_a_small_projector(page_at, web, projector) -> None:
         page.locator(f"{sel} .lab-close").click()
         page.wait_for_selector(f"{sel}[hidden]", state="attached")
     assert w.errors == []
+
+
+# ---- 6. every size, every language ----------------------------------------------------------
+
+ROOM_SIZES = (FULL_HD, {"width": 1366, "height": 768}, SMALL_SCREEN, {"width": 390, "height": 844})
+
+
+@pytest.mark.parametrize("lang", ["en", "de", "es"])
+def test_a_labs_part_is_clear_of_every_panel_at_every_size(page_at, web, lang) -> None:
+    """The memory and swap-it labs change the GPU servers: with either open, at 1920x1080,
+    1366x768, 1024x768 and on a 390x844 phone (the panel a sheet under the scene), in every
+    language, the servers stay on screen and no panel (the lab's own, the HUD's, the top bar)
+    sits over them, nor over the memory lab's "doesn't fit" label."""
+    w = page_at(f"?lang={lang}", viewport=FULL_HD, reduced_motion="reduce")
+    page = w.page
+    misses: list[str] = []
+    for key, name in (("m", "memory"), ("w", "swap")):
+        if page.viewport_size != FULL_HD:
+            page.set_viewport_size(FULL_HD)
+        open_lab(page, web, key, name)
+        if name == "swap":
+            page.locator("#lab-swap .swap-card[data-placement=finetune]").click()
+            page.wait_for_function("window.trainingRunLabs.placement === 'finetune'")
+        else:
+            page.wait_for_function("window.trainingRun.stageDebug.overflowWalls > 0")
+        for size in ROOM_SIZES:
+            if page.viewport_size != size:
+                since = web.tr(page, "frames")
+                page.set_viewport_size(size)
+                web.drawn(page, since)
+            settle_framing(page)
+            where = f"{name} at {size_name(size)}"
+            if size["width"] in (390, 1366):
+                web.screenshot(page, f"layout_{name}_{lang}_{size_name(size)}")
+            part = page.evaluate("window.trainingRun.partBox('gpus', 12)")
+            if part is None:
+                misses.append(f"{where}: the GPU servers are off screen")
+                continue
+            if not inside(part, size["width"], size["height"]):
+                misses.append(f"{where}: the GPU servers {part} leave the window")
+            misses += [f"{where}: under {p}" for p in page.evaluate(PANELS_OVER_JS, part)]
+            if name == "memory":
+                # The "doesn't fit" label over the walls, in the window and clear of panels.
+                label = page.evaluate("window.trainingRun.wallsOnScreen")["label"]
+                if label is None or not inside(label, size["width"], size["height"]):
+                    misses.append(f"{where}: the walls' label {label} is not in the window")
+                else:
+                    misses += [
+                        f"{where}: the walls' label under {p}"
+                        for p in page.evaluate(PANELS_OVER_JS, label)
+                    ]
+        page.keyboard.press("Escape")
+        page.wait_for_function("window.trainingRunLabs.safeArea === null")
+    assert misses == [], misses
+    assert w.errors == [], w.errors

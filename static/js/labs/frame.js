@@ -2,7 +2,8 @@
 // (`scene: {part, view, headroom}`); while its panel is open the stage's safe area becomes the
 // part of the window that neither the panel nor the HUD covers, so the view re-frames the part
 // there. The HUD is measured, not assumed, so the free area follows the page's own layout at
-// every size and in projector mode.
+// every size and in projector mode. On a phone the scene is a band under the top bar and the
+// panel a sheet under that band: the band is the free area.
 
 // What the HUD puts over the scene. Elements that are not displayed measure nothing.
 const HUD = ['.topbar > *', '#colour-key', '.panel', '#legend', '#tour-box', '#card'];
@@ -23,16 +24,26 @@ const fitOf = (a, aspect, headroom) =>
   Math.min(Math.max(0, a.right - a.left), Math.max(0, a.bottom - a.top) * (1 - headroom) * aspect);
 const overlaps = (a, r) => r.left < a.right && r.right > a.left && r.top < a.bottom && r.bottom > a.top;
 
+/** Where the scene is drawn, in the window: the whole window, or a phone's band under the top
+ * bar (the canvas's box, cut to the window). */
+function sceneRect() {
+  const vw = window.innerWidth;
+  const vh = window.innerHeight;
+  const r = shown(document.getElementById('stage'));
+  if (!r) return { left: 0, top: 0, right: vw, bottom: vh };
+  return { left: Math.max(0, r.left), top: Math.max(0, r.top), right: Math.min(vw, r.right), bottom: Math.min(vh, r.bottom) };
+}
+
 /**
  * The rectangle of the window left free by the panel (docked at `dock`) and the HUD, in which
  * a part of shape `aspect` (width / height on screen) is drawn largest: {left, top, right,
  * bottom} in CSS px. Each thing in the way cuts the area on the side that keeps the most.
  */
 export function freeArea(panelRect, { dock = 'left', aspect = 1.6, headroom = 0 } = {}) {
-  const vw = window.innerWidth;
-  const vh = window.innerHeight;
-  let a = { left: 0, top: 0, right: vw, bottom: vh };
-  if (panelRect) {
+  let a = sceneRect();
+  // A panel over the scene takes its side; one beside it (a phone's sheet under the scene's
+  // band) takes nothing.
+  if (panelRect && overlaps(a, panelRect)) {
     if (dock === 'right') a.right = panelRect.left - GAP;
     else a.left = panelRect.right + GAP;
   }
@@ -61,14 +72,14 @@ export function freeArea(panelRect, { dock = 'left', aspect = 1.6, headroom = 0 
  * height) at the top, kept for what the lab grows above the part (the memory towers). */
 export function safeAreaFor(panelRect, { dock = 'left', headroom = 0, aspect = 1.6 } = {}) {
   const a = freeArea(panelRect, { dock, aspect, headroom });
-  const vw = window.innerWidth;
-  const vh = window.innerHeight;
+  // The stage measures its safe area from the canvas's edges.
+  const c = sceneRect();
   const top = a.top + Math.max(0, a.bottom - a.top) * headroom;
   return {
-    left: Math.max(0, Math.round(a.left)),
-    right: Math.max(0, Math.round(vw - a.right)),
-    top: Math.max(0, Math.round(top)),
-    bottom: Math.max(0, Math.round(vh - a.bottom)),
+    left: Math.max(0, Math.round(a.left - c.left)),
+    right: Math.max(0, Math.round(c.right - a.right)),
+    top: Math.max(0, Math.round(top - c.top)),
+    bottom: Math.max(0, Math.round(c.bottom - a.bottom)),
   };
 }
 
