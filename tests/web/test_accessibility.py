@@ -1,6 +1,7 @@
 """Accessibility, checked by axe-core (tests/web/vendor/axe-core, the npm package's build,
 MPL-2.0, for tests only): no serious or critical violation on the main page, a tour stop,
-each lab, a story chapter, the page in German, and the students' and teachers' sheets."""
+each lab, a story chapter, the page in German, and the students' and teachers' sheets. From
+the keyboard: Tab reaches every control that shows, and each shows its focus."""
 
 from __future__ import annotations
 
@@ -69,3 +70,73 @@ def test_no_serious_violation_on_the_sheets(browser, server, path) -> None:
         assert got == [], got
     finally:
         ctx.close()
+
+
+# Tab through a page: every control that shows is reached, and each one reached shows that it
+# has the focus (an outline or a ring) on screen.
+TAB_STOP = """() => {
+  const el = document.activeElement;
+  if (!el || el === document.body) return null;
+  const s = getComputedStyle(el);
+  const r = el.getBoundingClientRect();
+  const ring = s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0;
+  const words = (el.getAttribute('aria-label') || el.textContent || el.value || '').trim();
+  const name = `${el.id ? `#${el.id}` : el.tagName.toLowerCase()} '${words.slice(0, 30)}'`;
+  return { key: el.dataset.tabSeen || (el.dataset.tabSeen = String(Math.random())), name,
+    ring, seen: r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0
+      && r.top < innerHeight && r.left < innerWidth };
+}"""
+
+CONTROLS = """() => [...document.querySelectorAll(
+  'button, a[href], input, select, textarea, [tabindex]:not([tabindex="-1"])'
+)].filter((el) => {
+  if (el.disabled || el.closest('[hidden], [inert]')) return false;
+  const s = getComputedStyle(el);
+  const r = el.getBoundingClientRect();
+  return s.visibility !== 'hidden' && s.display !== 'none' && r.width > 0 && r.height > 0
+    && r.bottom > 0 && r.top < innerHeight && r.right > 0 && r.left < innerWidth;
+}).filter((el) => !el.dataset.tabSeen).map((el) => {
+  const words = (el.getAttribute('aria-label') || el.textContent || el.value || '').trim();
+  return `${el.id ? `#${el.id}` : el.tagName.toLowerCase()} '${words.slice(0, 30)}'`;
+})"""
+
+
+@pytest.mark.parametrize(
+    ("name", "query"),
+    [
+        ("main", "?draw=0"),
+        ("tour stop", "?draw=0&tour=3"),
+        ("memory lab", "?draw=0&lab=memory"),
+        ("story chapter", "?draw=0&story=one-gpu&chapter=4"),
+    ],
+)
+def test_tab_reaches_every_control_with_a_visible_focus(page_at, web, name, query) -> None:
+    w = page_at(query, viewport={"width": 1024, "height": 768})
+    page = w.page
+    page.wait_for_function("window.trainingRun.stageReady")
+    if "lab=" in query:
+        page.wait_for_function("window.trainingRunLabs && window.trainingRunLabs.open")
+    if "story=" in query:
+        page.wait_for_function("window.trainingRun.story.ready")
+    web.settled(page)
+    no_ring: list[str] = []
+    off_screen: list[str] = []
+    keys: list[str] = []
+    for _ in range(200):  # a bounded walk: the page's controls are far fewer
+        page.keyboard.press("Tab")
+        stop = page.evaluate(TAB_STOP)
+        if stop is None:
+            continue
+        if keys and stop["key"] == keys[0]:
+            break  # round again
+        keys.append(stop["key"])
+        if not stop["ring"]:
+            no_ring.append(stop["name"])
+        if not stop["seen"]:
+            off_screen.append(stop["name"])
+    missed = page.evaluate(CONTROLS)
+    assert len(keys) > 5, (name, keys)
+    assert no_ring == [], (name, "focused without a visible ring", no_ring)
+    assert off_screen == [], (name, "focused off screen", off_screen)
+    assert missed == [], (name, "shown but never reached by Tab", missed)
+    assert w.errors == [], w.errors
