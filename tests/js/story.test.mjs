@@ -155,7 +155,7 @@ test('the live values read the step, the run and the time bar', () => {
     trace_kinds: [{ kind: 'forward', group: 'compute' }, { kind: 'allreduce', group: 'allreduce' }],
   };
   const step = {
-    step: 12, loss: 3.14159, tokens: 2048, sim_step_s: 0.004,
+    step: 12, loss: 3.14159, tokens: 2048, sim_step_s: 0.004, wall_step_s: 0.5,
     trace: {
       gpus: 2, step_s: 0.004,
       spans: [{ kind: 'forward', t0: 0, dur: 0.001, lanes: null }],
@@ -169,6 +169,8 @@ test('the live values read the step, the run and the time bar', () => {
   assert.equal(v.gpus_per_server, '4');
   assert.equal(v.spines, '2');
   assert.equal(v.tokens_per_s, '512.0 k'); // 2,048 tokens in 4 ms of simulated time
+  // What this computer manages: 2,048 tokens in the 0.5 s it took, with no step arriving live.
+  assert.equal(v.tokens_per_s_here, '4,096');
   assert.equal(v.sim_compute, '1.00 ms');
   assert.equal(v.sim_allreduce, '3.00 ms'); // two passes of 1.5 ms: the lanes' sum
   assert.equal(v.ring_bytes, '1.8 MB');

@@ -67,9 +67,11 @@ export function liveValues(store) {
     step: int(s.status?.step ?? step?.step),
     epoch: int(step?.epoch ?? s.status?.epoch),
     loss: loss(step?.loss ?? s.status?.loss),
-    // Tour captions speak of the simulated hardware; the HUD shows the measured rate here.
+    // Tour captions speak of the simulated hardware, and of what this computer manages: the
+    // last step's tokens over the wall-clock time it took to compute (read on a paused run
+    // too), else the rate steps have arrived at. The HUD shows the arrival rate.
     tokens_per_s: rate(simTps),
-    tokens_per_s_here: rate(tps),
+    tokens_per_s_here: rate(step?.wall_step_s > 0 ? step.tokens / step.wall_step_s : tps),
     tokens: int(step?.tokens),
     tokens_total: int(s.status?.tokens_total ?? step?.tokens_total),
     gpus: int(topo?.gpus?.length ?? cfg?.gpus),
