@@ -183,6 +183,27 @@ def test_every_reset_field_comes_from_the_table_with_its_bounds() -> None:
     assert list(PLAN_FIELDS) == plan and "n_layer" in plan and "gpus" not in plan
 
 
+def test_a_storys_runs_take_the_tables_bounds() -> None:
+    """A chapter's run (scenes/stories/*.json) is checked with the reset control's bounds,
+    which are the table's: a story cannot ask for a run the server could not be reset to."""
+    from app.engine.plan import SCHEDULES
+    from app.routes.story import STORY_RUN_FIELDS, StoryRun
+
+    marked = {config_name(n, on): n for n, on in settings_of(Settings) if on.reset == "plan"}
+    marked |= {config_name(n, on): n for n, on in settings_of(Settings) if on.reset == "cluster"}
+    assert set(STORY_RUN_FIELDS) | {"schedule"} == set(StoryRun.model_fields)
+    for field in STORY_RUN_FIELDS:
+        info = Settings.model_fields[marked[field]]
+        assert bounds(StoryRun.model_fields[field]) == bounds(info) and bounds(info), field
+    run = {f: 1 for f in STORY_RUN_FIELDS} | {"experts": 0, "schedule": SCHEDULES[0]}
+    StoryRun.model_validate(run)
+    too_many = bounds(Settings.model_fields["gpus"])["le"] + 1
+    with pytest.raises(ValidationError, match="less than or equal to"):
+        StoryRun.model_validate({**run, "gpus": too_many})
+    with pytest.raises(ValidationError):
+        StoryRun.model_validate({**run, "schedule": "zigzag"})
+
+
 def test_every_setting_says_what_it_is_and_its_option_is_its_own() -> None:
     seen: dict[str, str] = {}
     for name, on in settings_of(Settings):

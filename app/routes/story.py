@@ -21,16 +21,19 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi import Path as PathParam
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from app.engine import model as M
 from app.engine.config import RunConfig
 from app.engine.drift import drift
 from app.engine.lens import MODELS
+from app.engine.plan import SCHEDULES
 from app.engine.trainer import Trainer
 from app.labs.hardware import GPUS
 from app.labs.memory import FP32_GRADS_BYTES_PER_PARAM, FP32_GRADS_SOURCE, compute_memory
+from app.options import bounds
 from app.paths import SCENES_DIR
+from app.protocol import ResetControl
 from app.run.climb import CLIMBS_DIR, load_climb
 
 router = APIRouter(prefix="/api/stories", tags=["stories"])
@@ -44,19 +47,31 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class StoryRun(_Strict):
-    """A run a chapter needs: the reset a presenter's page sends for it."""
+# What a chapter's run sets: the reset control's fields, each required here.
+STORY_RUN_FIELDS = (
+    "gpus", "servers", "n_layer", "experts", "top_k", "tp", "pp", "ep", "microbatches",
+)  # fmt: skip
 
-    gpus: int = Field(ge=1, le=4096)
-    servers: int = Field(ge=1, le=1024)
-    n_layer: int = Field(ge=1, le=32)
-    experts: int = Field(ge=0, le=64)
-    top_k: int = Field(ge=1, le=64)
-    tp: int = Field(ge=1, le=64)
-    pp: int = Field(ge=1, le=32)
-    ep: int = Field(ge=1, le=64)
-    microbatches: int = Field(ge=1, le=256)
-    schedule: Literal["gpipe", "1f1b"]
+
+def _story_run() -> type[BaseModel]:
+    """A run a chapter needs: the reset a presenter's page sends for it, with the bounds of
+    the settings table (app/options.py) through the reset control, and one of the engine's
+    schedules."""
+    fields: dict[str, Any] = {
+        name: (
+            int,
+            Field(
+                description=ResetControl.model_fields[name].description,
+                **bounds(ResetControl.model_fields[name]),
+            ),
+        )
+        for name in STORY_RUN_FIELDS
+    }
+    fields["schedule"] = (Literal[SCHEDULES], ...)  # type: ignore[valid-type]
+    return create_model("StoryRun", __base__=_Strict, __module__=__name__, **fields)
+
+
+StoryRun = _story_run()
 
 
 class StoryDo(_Strict):
