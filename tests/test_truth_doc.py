@@ -10,6 +10,7 @@ from pathlib import Path
 from app.engine.activations import Recompute, layer_bytes
 from app.engine.hardware import INTERRUPTIONS_PER_GPU_HOUR
 from app.engine.lens import state_bytes
+from app.engine.pipeline import simulate
 from app.labs.cost import DEFAULT_CO2_KG_PER_KWH, estimate
 from app.labs.memory import (
     FP32_GRADS_BYTES_PER_PARAM,
@@ -67,6 +68,19 @@ OURS: dict[str, Callable[[], str]] = {
     "llama-3.1-405b": lambda: _gpu_hours("Llama 3.1 405B"),
     "deepseek-v3": lambda: _gpu_hours("DeepSeek-V3"),
 }
+
+
+def _bubble(schedule: str, virtual: int = 1) -> str:
+    """The idle time of 4 stages over 8 microbatches, against the ideal (busy) time, from the
+    laid-out timeline: forward 1, backward 2, split into `virtual` chunks."""
+    tl = simulate(
+        schedule, 4, 8, lambda s, k, m: (1.0 if k == "F" else 2.0) / virtual, None, virtual
+    )
+    return f"{tl.idle(0) / tl.busy(0):.4g} of the ideal time"
+
+
+OURS["bubble-1f1b"] = lambda: _bubble("1f1b")
+OURS["bubble-interleaved"] = lambda: _bubble("interleaved", 2)
 
 
 def _rows() -> dict[str, str]:

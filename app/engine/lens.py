@@ -27,7 +27,7 @@ from typing import Any
 
 from . import activations
 from .activations import Recompute
-from .pipeline import simulate
+from .pipeline import LENS_SCHEDULES, simulate
 from .timing import (
     ACTIVATION_WIRE_BYTES,
     BUCKET_BYTES,
@@ -381,6 +381,7 @@ def lens(
     ep: int | None = None,
     microbatch_seqs: int = 1,
     schedule: str = "1f1b",
+    virtual: int = 1,
     checkpoint: bool = False,
     recompute: Recompute = "selective",
     zero: int | None = None,
@@ -402,14 +403,18 @@ def lens(
     dp = gpus // (tp * pp)
     seqs = m.tokens_per_step // m.seq_len
     M = seqs // dp // microbatch_seqs
+    v = _check_schedule(m, schedule, virtual, pp, M)
     tokens_mb = microbatch_seqs * m.seq_len
     per_server = p.gpus_per_server
 
     def gpu(d: int, s: int, t: int) -> int:  # plan.py's layout
         return (d * pp + s) * tp + t
 
-    stages = _stage_layers(m.n_layer, pp)
-    last = pp - 1
+    # The layers in pp x v chunks (one a stage but for interleaved 1F1B): chunk c of stage s
+    # is virtual stage c x pp + s, and a stage holds all of its chunks' layers.
+    chunks = _stage_layers(m.n_layer, pp * v)
+    last = pp * v - 1
+    stages = [[i for c in range(v) for i in chunks[c * pp + s]] for s in range(pp)]
 
     # One microbatch's forward or backward on a stage: compute (with its kernel floor),
     # tensor-parallel joins (2 forward, 2 backward per layer, Megatron-LM) and expert
@@ -420,8 +425,8 @@ def lens(
     pair = tokens_mb * m.top_k * m.d_model * ACTIVATION_WIRE_BYTES / ep if ep > 1 else 0.0
     a2a = all_to_all_seconds(p, pair, ep_members, ep_servers) if ep > 1 else 0.0
 
-    parts: list[dict[str, dict[str, float]]] = []  # per stage, per "F"/"B": group -> seconds
-    for s, layers in enumerate(stages):
+    parts: list[dict[str, dict[str, float]]] = []  # per chunk, per "F"/"B": group -> seconds
+    for s, layers in enumerate(chunks):
         active = sum(m.layer_active(i) for i in layers)
         if s == 0:
             active += m.embedding_params
@@ -447,9 +452,10 @@ def lens(
         return "nvlink" if a // per_server == b // per_server else "spine"
 
     def send_seconds(kind: str, mb: int, src: int, dst: int) -> float:
-        return hop_seconds(p, act_bytes / tp, send_link(gpu(0, src, 0), gpu(0, dst, 0)))
+        link = send_link(gpu(0, src % pp, 0), gpu(0, dst % pp, 0))
+        return hop_seconds(p, act_bytes / tp, link)
 
-    tl = simulate(schedule, pp, M, op_seconds, send_seconds)
+    tl = simulate(schedule, pp, M, op_seconds, send_seconds, virtual=v)
     data = data_seconds(p, seqs // dp * m.seq_len * 2 * 8)  # int64 inputs and targets
 
     # Each stage's gradients, in buckets beside its last backward: dense then experts.
@@ -463,7 +469,7 @@ def lens(
         experts = sum(m.layer_params(i)[1] for i in layers)
         if s == 0:
             dense += m.embedding_params
-        if s == last:
+        if s == last % pp:
             dense += m.head_params
         dense_gpu, experts_gpu = dense / tp, experts / (tp * ep)
         ops = tl.stage_ops(s)
@@ -497,15 +503,18 @@ def lens(
                 "update": update,
                 "end": t + update,
                 "state": state_bytes(dense_gpu, dp, zero) + state_bytes(experts_gpu, edp, zero),
+                # Its fullest moment, from the schedule: the chunks (a stage's layers but for
+                # interleaved 1F1B) it has run forward and not yet backward.
                 "activations": activations.by_recompute(
                     m.seq_len,
                     microbatch_seqs,
                     m.d_model,
                     m.n_head,
                     tp,
-                    len(layers),
-                    activations.in_flight(s, pp, M),
+                    max(len(chunks[c * pp + s]) for c in range(v)),
+                    tl.peak_in_flight(s),
                 ),
+                "in_flight": tl.peak_in_flight(s) / v,
             }
         )
     slowest = max(range(pp), key=lambda s: stage_rows[s]["end"])
@@ -522,12 +531,13 @@ def lens(
         ckpt = checkpoint_seconds(p, m.params * 3 * OPTIMIZER_STATE_BYTES, list(counts.values()))
         step += ckpt
     ops = row["ops"]
+    mine = [(parts[o.chunk * pp + slowest][o.kind], o) for o in ops]
     groups = {
         "data": data,
-        "compute": sum(parts[slowest][o.kind]["compute"] for o in ops),
+        "compute": sum(part["compute"] for part, _ in mine),
         "update": row["update"],
-        "tensor": sum(parts[slowest][o.kind]["tensor"] for o in ops),
-        "experts": sum(parts[slowest][o.kind]["experts"] for o in ops),
+        "tensor": sum(part["tensor"] for part, _ in mine),
+        "experts": sum(part["experts"] for part, _ in mine),
         "allreduce": row["sync_end"] - row["window_end"],
         "allreduce_hidden": row["hidden"],
         "pipeline": math.fsum(tr.t1 - tr.t0 for tr in tl.transfers if slowest in (tr.src, tr.dst)),
@@ -535,12 +545,22 @@ def lens(
     }
     groups["wait"] = max(0.0, step - sum(v for k, v in groups.items() if k not in BESIDE))
     return _result(
-        m, p, gpus, tp, pp, ep, dp, M, step, groups, algorithm[0], stage_rows, recompute, zero
-    )
+        m, p, gpus, tp, pp, ep, dp, M, step, groups, algorithm[0], stage_rows, recompute, zero,
+        (schedule, v),
+    )  # fmt: skip
 
 
 def _bucket_seconds(p: HardwarePreset, nbytes: float, members: int, servers: int) -> float:
     return nccl_allreduce(p, nbytes, members, servers)[1]
+
+
+# How the assumptions name the schedule the step was laid out with.
+SCHEDULE_WORDS = {
+    "1f1b": "Plan: {plan}; 1F1B over {m} microbatches of one sequence per data-parallel replica.",
+    "gpipe": "Plan: {plan}; GPipe over {m} microbatches of one sequence per data-parallel replica.",
+    "interleaved": "Plan: {plan}; interleaved 1F1B, {v} chunks of layers a stage, over {m} "
+    "microbatches of one sequence per data-parallel replica.",
+}
 
 
 def _check_plan(
@@ -579,6 +599,37 @@ def _check_plan(
         )
 
 
+def _check_schedule(m: ModelShape, schedule: str, virtual: int, pp: int, M: int) -> int:
+    """The chunks of layers a stage holds under `schedule` (1 but for interleaved 1F1B)."""
+    if schedule not in LENS_SCHEDULES:
+        raise LensError(
+            f"unknown schedule {schedule!r} (known: {', '.join(LENS_SCHEDULES)})", "schedule"
+        )
+    if not isinstance(virtual, int) or virtual < 1:
+        raise LensError(f"virtual must be a whole number, 1 or more, got {virtual!r}", "virtual")
+    if schedule != "interleaved":
+        if virtual != 1:
+            raise LensError(
+                f"virtual ({virtual}) chunks a stage need the interleaved schedule", "virtual"
+            )
+        return 1
+    if virtual < 2 or pp < 2:
+        raise LensError(
+            "interleaved 1F1B needs at least 2 stages of at least 2 chunks each", "virtual"
+        )
+    if pp * virtual > m.n_layer:
+        raise LensError(
+            f"pp x virtual ({pp * virtual}) can be at most the {m.label}'s {m.n_layer} layers",
+            "virtual",
+        )
+    if M % pp:
+        raise LensError(
+            f"interleaved 1F1B needs the microbatches ({M}) to be a multiple of pp ({pp})",
+            "schedule",
+        )
+    return virtual
+
+
 def _result(
     m: ModelShape,
     p: HardwarePreset,
@@ -594,6 +645,7 @@ def _result(
     stage_rows: list[dict],
     recompute: Recompute,
     zero: int,
+    schedule: tuple[str, int] = ("1f1b", 1),
 ) -> LensResult:
     shares = {k: v / step for k, v in groups.items() if k not in BESIDE}
     compute = shares["compute"]
@@ -604,7 +656,8 @@ def _result(
     fullest = max(stage_rows, key=lambda r: r["state"] + r["activations"][recompute])
     memory = int(fullest["state"] + fullest["activations"][recompute])
     bound, why = explain(shares)
-    plan = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "schedule": "1f1b"}
+    name, v = schedule
+    plan = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "schedule": name, "virtual": v}
     layout = f"tp {tp} x pp {pp} x dp {dp}" + (f", ep {ep}" if ep > 1 else "")
     return LensResult(
         model=m.name,
@@ -635,15 +688,15 @@ def _result(
         bound=bound,
         why=why,
         assumptions=[
-            f"Plan: {layout}; 1F1B over {M} microbatches "
-            "of one sequence per data-parallel replica.",
+            SCHEDULE_WORDS[name].format(plan=layout, m=M, v=v),
             f"Global batch {m.tokens_per_step:,} tokens ({m.batch_source}).",
             "Work: 6 x active parameters x tokens; attention's sequence-squared term and "
             "activation recomputation are left out.",
             f"The same rules as the live step (timing.py), at {p.mfu:.0%} of the dense BF16 peak.",
             f"Memory: weights, gradients and AdamW state ({TRAINING_BYTES_PER_PARAM} bytes a "
             f"parameter, {ZERO_WORDS[zero]}), plus the activations a stage keeps for its "
-            f"microbatches in flight (1F1B: up to {pp}), {activations.WORDS[recompute]} "
+            f"microbatches in flight (up to {fullest['in_flight']:g} at once), "
+            f"{activations.WORDS[recompute]} "
             "(Korthikanti et al. 2022; "
             "sequence parallel beside tensor parallel; expert layers counted as dense).",
             "Expert tokens are taken as spread evenly over the experts.",

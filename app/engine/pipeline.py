@@ -9,6 +9,14 @@ the order its schedule gives:
   and one backward in turn, then the remaining backwards (cool-down). It has the same bubble
   as GPipe but holds at most pp - s microbatches' activations instead of M.
 
+- Interleaved 1F1B (Narayanan et al. 2021, Megatron-LM's virtual pipeline): each stage holds
+  `virtual` chunks of layers, not one block (stage s holds chunks s, s + pp, s + 2 pp, ...),
+  so a microbatch goes round the stages `virtual` times and each pass is that much shorter.
+  Stages warm up with (pp - 1 - s) x 2 + (virtual - 1) x pp forwards, then alternate. The
+  bubble shrinks to (pp - 1) / (virtual x M + pp - 1) with equal chunks, for more hand-offs.
+  M must be a multiple of pp, as Megatron-LM asks. The lens lays it out; the live engine
+  runs GPipe and 1F1B.
+
 `simulate` lays the ops out in time from given durations: an op starts when its stage is
 free and its input has arrived (the previous stage's forward output, or the next stage's
 gradient, plus the time of the send). The idle time this leaves on each stage is the
@@ -25,6 +33,44 @@ from dataclasses import dataclass, field
 from .plan import SCHEDULES
 
 Op = tuple[str, int]  # ("F" | "B", microbatch)
+LENS_SCHEDULES = (*SCHEDULES, "interleaved")  # the ones `simulate` lays out
+
+
+def interleaved_order(pp: int, virtual: int, microbatches: int, stage: int) -> list[tuple[int, Op]]:
+    """The (chunk, op) stage `stage` runs under interleaved 1F1B, Megatron-LM's order: the
+    k-th forward is chunk (k // pp) % virtual of microbatch (k // (pp virtual)) pp + k % pp,
+    the k-th backward the same microbatch's chunks from the last down."""
+    M = microbatches
+    if M % pp:
+        raise ValueError(
+            f"interleaved 1F1B needs the microbatches ({M}) to be a multiple of the stages ({pp})"
+        )
+    total = M * virtual
+
+    def mb(k: int) -> int:
+        return (k // (pp * virtual)) * pp + k % pp
+
+    def fwd(k: int) -> tuple[int, Op]:
+        return ((k // pp) % virtual, ("F", mb(k)))
+
+    def bwd(k: int) -> tuple[int, Op]:
+        return (virtual - 1 - (k // pp) % virtual, ("B", mb(k)))
+
+    warm = total if M == pp else min((pp - 1 - stage) * 2 + (virtual - 1) * pp, total)
+    order = [fwd(k) for k in range(warm)]
+    for i in range(total - warm):
+        order += [fwd(warm + i), bwd(i)]
+    order += [bwd(k) for k in range(total - warm, total)]
+    return order
+
+
+def lane_order(
+    schedule: str, pp: int, microbatches: int, stage: int, virtual: int = 1
+) -> list[tuple[int, Op]]:
+    """The (chunk, op) stage `stage` runs, in order: chunk 0 always but for interleaved."""
+    if schedule == "interleaved":
+        return interleaved_order(pp, virtual, microbatches, stage)
+    return [(0, op) for op in stage_order(schedule, pp, microbatches, stage)]
 
 
 def stage_order(schedule: str, pp: int, microbatches: int, stage: int) -> list[Op]:
@@ -50,6 +96,7 @@ class OpTime:
     t0: float
     t1: float
     seq: int  # position in a dependency-respecting order of all ops
+    chunk: int = 0  # which of the stage's chunks of layers (interleaved); 0 otherwise
 
     @property
     def dur(self) -> float:
@@ -75,6 +122,7 @@ class Timeline:
     schedule: str
     orders: list[list[Op]]  # per stage
     ops: list[OpTime] = field(default_factory=list)  # in dependency order (seq)
+    virtual: int = 1  # chunks of layers each stage holds (interleaved)
     transfers: list[Transfer] = field(default_factory=list)
 
     def stage_ops(self, s: int) -> list[OpTime]:
@@ -157,32 +205,54 @@ def simulate(
     microbatches: int,
     op_seconds: Callable[[int, str, int], float],
     send_seconds: Callable[[str, int, int, int], float] | None = None,
+    virtual: int = 1,
 ) -> Timeline:
     """Lay the schedule out in time.
 
-    op_seconds(stage, kind, mb): seconds of that forward or backward.
-    send_seconds(kind, mb, src, dst): seconds to send its output to the next (F) or previous
-    (B) stage; None: free."""
+    op_seconds(stage, kind, mb): seconds of that forward or backward; send_seconds(kind, mb,
+    src, dst): seconds to send its output to the next (F) or previous (B) stage; None: free.
+    Under interleaved 1F1B the stages these are asked about are the virtual ones (chunk c of
+    stage s is virtual stage c x pp + s, of pp x virtual in all)."""
+    virtual = virtual if schedule == "interleaved" else 1
+    lanes = [lane_order(schedule, pp, microbatches, s, virtual) for s in range(pp)]
     tl = Timeline(
         pp=pp,
         microbatches=microbatches,
         schedule=schedule,
-        orders=[stage_order(schedule, pp, microbatches, s) for s in range(pp)],
+        orders=[[op for _, op in lane] for lane in lanes],
+        virtual=virtual,
     )
+    last = pp * virtual - 1
     free = [0.0] * pp
     ends: dict[tuple[int, Op], float] = {}
-    for seq, (s, op) in enumerate(run_order(schedule, pp, microbatches)):
-        kind, m = op
-        ready = free[s]
-        dep = dependency(pp, s, op)
-        if dep is not None:
-            src = dep[0]
-            sent = ends[dep]
-            arrive = sent + (send_seconds(kind, m, src, s) if send_seconds else 0.0)
-            tl.transfers.append(Transfer(kind, m, src, s, sent, arrive))
-            ready = max(ready, arrive)
-        t1 = ready + float(op_seconds(s, kind, m))
-        tl.ops.append(OpTime(s, kind, m, ready, t1, seq))
-        ends[(s, op)] = t1
-        free[s] = t1
+    pos = [0] * pp
+    total = sum(len(lane) for lane in lanes)
+    seq = 0
+    while seq < total:
+        moved = False
+        for s in range(pp):
+            while pos[s] < len(lanes[s]):
+                chunk, op = lanes[s][pos[s]]
+                kind, m = op
+                v = chunk * pp + s
+                dep = (v - 1, ("F", m)) if kind == "F" else (v + 1, ("B", m))
+                needs = 0 <= dep[0] <= last
+                if needs and dep not in ends:
+                    break
+                ready = free[s]
+                if needs:
+                    src = dep[0]
+                    sent = ends[dep]
+                    arrive = sent + (send_seconds(kind, m, src, v) if send_seconds else 0.0)
+                    tl.transfers.append(Transfer(kind, m, src % pp, s, sent, arrive))
+                    ready = max(ready, arrive)
+                t1 = ready + float(op_seconds(v, kind, m))
+                tl.ops.append(OpTime(s, kind, m, ready, t1, seq, chunk))
+                ends[(v, op)] = t1
+                free[s] = t1
+                pos[s] += 1
+                seq += 1
+                moved = True
+        if not moved:
+            raise ValueError(f"schedule {schedule!r} deadlocks with pp {pp}, M {microbatches}")
     return tl

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.engine.activations import Recompute
 from app.engine.lens import DEFAULT_PLANS, MODELS, LensError, LensResult, lens
+from app.engine.pipeline import LENS_SCHEDULES
 from app.engine.timing import PRESETS
 from app.labs.content import Classroom, classroom
 from app.labs.cost import (
@@ -374,6 +375,12 @@ class LensRequest(_LabRequest):
     tp: int | None = Field(None, ge=1, le=64, description="tensor parallel (default: per model)")
     pp: int | None = Field(None, ge=1, le=1024, description="pipeline stages")
     ep: int | None = Field(None, ge=1, le=1024, description="expert parallel")
+    schedule: Literal[LENS_SCHEDULES] = Field(  # type: ignore[valid-type]
+        "1f1b", description="pipeline schedule: gpipe, 1f1b or interleaved (virtual stages)"
+    )
+    virtual: int = Field(
+        1, ge=1, le=64, description="chunks of layers a stage holds (interleaved only)"
+    )
     checkpoint: bool = Field(False, description="write a checkpoint in this step")
     recompute: Recompute = Field(
         "selective", description="what the backward recomputes: none, selective or full"

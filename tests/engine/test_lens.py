@@ -48,7 +48,7 @@ def test_70b_on_1024_h100s_is_compute_bound() -> None:
     # copies; 16M-token batches of 8,192-token sequences (stated in the model's batch_source).
     assert DEFAULT_PLANS["70B"] == (8, 4, 1)
     r = lens("70B", 1024, "h100")
-    assert r.plan == {"tp": 8, "pp": 4, "dp": 32, "ep": 1, "schedule": "1f1b"}
+    assert r.plan == {"tp": 8, "pp": 4, "dp": 32, "ep": 1, "schedule": "1f1b", "virtual": 1}
     assert r.microbatches == 2048 // 32
     assert r.compute_share > 0.80
     assert r.bound == "compute" and r.why.startswith("Compute-bound")

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.pipeline import dependency, run_order, simulate, stage_order
+from app.engine.pipeline import (
+    dependency,
+    interleaved_order,
+    run_order,
+    simulate,
+    stage_order,
+)
 
 
 def equal(s: int, kind: str, m: int) -> float:
@@ -96,3 +102,49 @@ def test_run_order_keeps_each_stages_order_and_never_runs_an_op_early(schedule: 
         done.add((s, op))
     for s in range(pp):
         assert [op for st, op in order if st == s] == stage_order(schedule, pp, M, s)
+
+
+# ---- interleaved 1F1B (virtual stages), laid out for the lens ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pp", "v", "M"), [(4, 2, 8), (4, 4, 8), (8, 2, 16), (4, 2, 4), (16, 4, 16)]
+)
+def test_interleaving_divides_the_bubble_by_the_chunks(pp: int, v: int, M: int) -> None:
+    """Each stage's block of layers cut into v chunks, each taking 1/v of the time: the
+    bubble is (pp - 1) / (v M + pp - 1) (Narayanan et al. 2021, section 2.2.2), where 1F1B
+    leaves (pp - 1) / (M + pp - 1). By hand for pp 4, v 2, M 8: 3 / 19."""
+    tl = simulate("interleaved", pp, M, lambda s, k, m: (1.0 if k == "F" else 2.0) / v, None, v)
+    plain = simulate("1f1b", pp, M, lambda s, k, m: 1.0 if k == "F" else 2.0)
+    assert tl.bubble_fraction == pytest.approx((pp - 1) / (v * M + pp - 1), rel=1e-12)
+    assert plain.bubble_fraction == pytest.approx((pp - 1) / (M + pp - 1), rel=1e-12)
+    assert tl.bubble_fraction < plain.bubble_fraction
+    if (pp, v, M) == (4, 2, 8):
+        assert tl.bubble_fraction == pytest.approx(3 / 19)
+    # The same work: every stage runs every microbatch through each of its chunks, forward
+    # then backward, and the span is the work plus the bubble.
+    for s in range(pp):
+        ops = [(o.kind, o.mb, o.chunk) for o in tl.stage_ops(s)]
+        assert sorted(ops) == sorted((k, m, c) for k in "FB" for m in range(M) for c in range(v))
+        assert tl.busy(s) == pytest.approx(3.0 * M)
+
+
+def test_interleaved_order_is_megatrons() -> None:
+    """Stage 0 of 4 with 2 chunks and 8 microbatches warms up with (4 - 1) x 2 + (2 - 1) x 4
+    = 10 forwards: microbatches 0-3 through chunk 0, 0-3 through chunk 1, then 4-5 through
+    chunk 0; its first backward is microbatch 0's chunk 1 (the last layers go back first)."""
+    order = interleaved_order(4, 2, 8, 0)
+    warm = [op for op in order[:10]]
+    assert all(kind == "F" for _, (kind, _m) in warm) and order[10][1][0] == "F"
+    assert [(c, m) for c, (_k, m) in warm] == [
+        (0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (1, 2), (1, 3), (0, 4), (0, 5),
+    ]  # fmt: skip
+    assert order[11] == (1, ("B", 0))
+    # The last stage warms up with only the other chunks' round: (2 - 1) x 4 forwards.
+    last = interleaved_order(4, 2, 8, 3)
+    assert [k for _, (k, _m) in last[:5]] == ["F"] * 5 and last[5][1][0] == "B"
+
+
+def test_interleaving_needs_whole_rounds_of_microbatches() -> None:
+    with pytest.raises(ValueError, match="multiple of the stages"):
+        interleaved_order(4, 2, 6, 0)

@@ -71,3 +71,37 @@ def test_cost_carries_expected_interruptions(client: TestClient) -> None:
     d = client.post("/api/labs/cost", json={"params": "70B", "tokens": "2T", "gpus": 16_384}).json()
     assert d["interruptions_per_day"] == pytest.approx(419 / 54)
     assert d["interruptions"] > 0
+
+
+def test_lens_route_lays_out_the_schedule_asked_for(client: TestClient) -> None:
+    """Interleaved 1F1B (virtual stages) on Llama 3 405B's published plan: the route is the
+    engine's lens, the plan says which schedule, and the bubble it saves shows as a shorter
+    step with less waiting; a schedule it cannot lay out is named by its field."""
+    q = {"model": "405B", "gpus": 16384}
+    plain = client.get("/api/labs/lens", params=q).json()
+    r = client.get("/api/labs/lens", params={**q, "schedule": "interleaved", "virtual": 4})
+    assert r.status_code == 200
+    d = r.json()
+    assert d == lens("405B", 16384, schedule="interleaved", virtual=4).to_dict()
+    assert d["plan"]["schedule"] == "interleaved" and d["plan"]["virtual"] == 4
+    assert plain["plan"]["schedule"] == "1f1b" and plain["plan"]["virtual"] == 1
+    assert d["step_s"] < plain["step_s"] and d["shares"]["wait"] < plain["shares"]["wait"]
+    assert d["mfu"] > plain["mfu"]
+    assert any("interleaved 1F1B, 4 chunks of layers a stage" in a for a in d["assumptions"])
+    gpipe = client.get("/api/labs/lens", params={**q, "schedule": "gpipe"}).json()
+    assert gpipe["plan"]["schedule"] == "gpipe"
+    # GPipe keeps every microbatch's activations until the backward: more than 1F1B.
+    assert (
+        gpipe["activation_bytes_per_gpu"]["selective"]
+        > plain["activation_bytes_per_gpu"]["selective"]
+    )
+    for bad, field in (
+        ({"schedule": "zigzag"}, "schedule"),
+        ({"virtual": 2}, "virtual"),  # chunks without the interleaved schedule
+        ({"schedule": "interleaved", "virtual": 16}, "virtual"),  # 256 chunks, 126 layers
+    ):
+        r = client.get("/api/labs/lens", params={**q, **bad})
+        assert r.status_code == 422, bad
+        assert r.json()["detail"][0]["loc"][-1] == field, r.json()
+    # 70B on 1,024 GPUs has 16 microbatches a replica over 4 stages: whole rounds.
+    assert lens("70B", 1024, schedule="interleaved", virtual=2).plan["virtual"] == 2
