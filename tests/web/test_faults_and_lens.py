@@ -7,6 +7,7 @@ sum and is labelled as such."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,6 +140,44 @@ def test_the_lens_flips_the_bar_from_communication_to_compute(page_on) -> None:
         "document.getElementById('timebar').dataset.source === 'live'", timeout=60_000
     )
     assert page.evaluate(READ)["title"] == "One step, simulated"
+
+
+TOTAL = "document.getElementById('time-total').innerText"
+
+
+def test_the_lens_lays_the_step_out_with_the_schedule_chosen(page_on) -> None:
+    """Llama 3 405B on 16,384 GPUs (its published tp 8 x pp 16): 1F1B leaves a wide bubble;
+    interleaved 1F1B with 4 chunks of layers a stage narrows it, so the step is shorter and
+    more of the peak is used; the plan names the schedule. A schedule the lens cannot lay
+    out (interleaving on a model with one stage) is refused in words."""
+    page = page_on(SMALL).page
+    page.wait_for_function("window.trainingRun.stageReady")
+    page.locator(".time-panel .drawer-toggle").click()  # the drawer holds the lens at 1024
+    choose_lens(page, "405B", "16384")
+    page.wait_for_function(
+        "document.getElementById('timebar').dataset.source === 'lens:405B:16384'"
+        " && document.getElementById('time-which').dataset.lens === '405B:priced'",
+        timeout=60_000,
+    )
+    plain = page.evaluate(READ) | {"total": page.evaluate(TOTAL)}
+    assert ", 1F1B" in plain["which"], plain["which"]
+    page.select_option("#lens-schedule", "interleaved:4")
+    page.wait_for_function(
+        "document.getElementById('time-which').innerText.includes('interleaved 1F1B, 4 chunks')"
+        " && document.getElementById('time-which').dataset.lens === '405B:priced'",
+        timeout=60_000,
+    )
+    woven = page.evaluate(READ) | {"total": page.evaluate(TOTAL)}
+    assert woven["shares"]["wait"] < plain["shares"]["wait"], (plain["shares"], woven["shares"])
+    mfu = lambda r: float(re.search(r"([\d.]+)% of peak", r["total"]).group(1))  # noqa: E731
+    assert mfu(woven) > mfu(plain), (plain["total"], woven["total"])
+    shot(page, "lens_405b_interleaved_1024x768")
+    # Llama 3 8B trains on one stage: nothing to interleave, and the lens says why.
+    choose_lens(page, "8B", "1024")
+    page.wait_for_function(
+        "document.getElementById('time-which').dataset.lens === '8B:refused'", timeout=60_000
+    )
+    assert "at least 2 stages" in page.evaluate(READ)["which"]
 
 
 HIDDEN_STEP = """async () => {

@@ -17,6 +17,13 @@ const COMMUNICATION = ['tensor', 'experts', 'allreduce'];
 // Cluster sizes the lens offers beside the live one (the scale field's sizes that every
 // preset model's default plan divides).
 const LENS_GPUS = [1024, 16384];
+// The schedules the lens offers: [schedule, chunks of layers a stage].
+const LENS_SCHEDULES = [['1f1b', 1], ['interleaved', 2], ['interleaved', 4], ['gpipe', 1]];
+/** A schedule's name: notation for 1F1B and GPipe, words for interleaving. */
+function scheduleName(schedule, v) {
+  if (schedule === 'interleaved') return t('interleaved 1F1B, {v} chunks a stage', { v });
+  return schedule === 'gpipe' ? 'GPipe' : '1F1B';
+}
 
 /** What bounds a step, from its shares of the bar: the lens's own rule (lens.py `explain`),
  * so the live step and a lens step are judged alike. */
@@ -154,7 +161,11 @@ export function mountHud(store) {
   // The lens: which model, on which cluster; the step shown and why it looks as it does.
   const lensModel = el('select', { id: 'lens-model', 'aria-label': t('Model size the step is shown for') }, el('option', { value: '', text: t('the live tiny model') }));
   const lensGpus = el('select', { id: 'lens-gpus', 'aria-label': t('Cluster the step is priced on') });
-  const lensRow = el('div', { class: 'lens-row', role: 'group', 'aria-label': t('Model lens') }, el('span', { text: t('Show the step for') }), lensModel, el('span', { text: t('on') }), lensGpus);
+  // The pipeline's schedule: 1F1B, GPipe, or interleaved 1F1B with 2 or 4 chunks of layers a
+  // stage (the lens lays each out; app/engine/pipeline.py).
+  const lensSchedule = el('select', { id: 'lens-schedule', 'aria-label': t('Pipeline schedule the step is laid out with') },
+    ...LENS_SCHEDULES.map(([schedule, v]) => el('option', { value: `${schedule}:${v}`, text: scheduleName(schedule, v) })));
+  const lensRow = el('div', { class: 'lens-row', role: 'group', 'aria-label': t('Model lens') }, el('span', { text: t('Show the step for') }), lensModel, el('span', { text: t('on') }), lensGpus, el('span', { text: t('laid out as') }), lensSchedule);
   const which = el('p', { class: 'time-which', id: 'time-which' });
   const why = el('p', { class: 'time-why', id: 'time-why' });
   const hiddenNote = el('p', { class: 'time-hidden', id: 'time-hidden', hidden: true });
@@ -356,6 +367,8 @@ export function mountHud(store) {
     const h = store.state.hello;
     const preset = h?.config?.preset ?? 'h100';
     const q = new URLSearchParams({ model: lens.model, gpus: String(lens.gpus), preset });
+    if (lens.schedule && lens.schedule !== '1f1b') q.set('schedule', lens.schedule);
+    if (lens.virtual > 1) q.set('virtual', String(lens.virtual));
     return q;
   }
 
@@ -405,7 +418,7 @@ export function mountHud(store) {
     if (!groups.length) return;
     drawBar(r.groups, `lens:${r.model}:${r.gpus}`);
     segs.data?.classList.remove('waited');
-    const plan = `tp ${r.plan.tp} × pp ${r.plan.pp} × dp ${r.plan.dp}${r.plan.ep > 1 ? ` × ep ${r.plan.ep}` : ''}`;
+    const plan = `tp ${r.plan.tp} × pp ${r.plan.pp} × dp ${r.plan.dp}${r.plan.ep > 1 ? ` × ep ${r.plan.ep}` : ''}${r.plan.pp > 1 ? `, ${scheduleName(r.plan.schedule, r.plan.virtual)}` : ''}`;
     nodes.total.textContent = t('{time} a step · {mfu} of peak end to end', { time: secs(r.step_s), mfu: percent(r.mfu) });
     const v = { model: r.label, params: rate(r.params), tokens: rate(r.tokens_per_step), gpus: whole(r.gpus), gpu: r.gpu, plan };
     which.textContent = r.fits
@@ -433,16 +446,20 @@ export function mountHud(store) {
     if (lens) lensGpus.value = String(lens.gpus);
     else lensGpus.value = String(live ?? keep);
     lensGpus.disabled = !lens;
+    lensSchedule.disabled = !lens;
+    lensSchedule.value = `${lens?.schedule ?? '1f1b'}:${lens?.virtual ?? 1}`;
     lensModel.value = lens?.model ?? '';
   }
 
   function chooseLens() {
     const model = lensModel.value;
     const gpus = Number(lensGpus.value) || store.state.hello?.config?.gpus || 1024;
-    store.set('lens', model ? { model, gpus } : null);
+    const [schedule, v] = lensSchedule.value.split(':');
+    store.set('lens', model ? { model, gpus, schedule, virtual: Number(v) || 1 } : null);
   }
   lensModel.addEventListener('change', chooseLens);
   lensGpus.addEventListener('change', chooseLens);
+  lensSchedule.addEventListener('change', chooseLens);
 
   fetch('/api/labs/lens/models')
     .then((res) => (res.ok ? res.json() : null))
