@@ -83,6 +83,15 @@ OURS["bubble-1f1b"] = lambda: _bubble("1f1b")
 OURS["bubble-interleaved"] = lambda: _bubble("interleaved", 2)
 
 
+def _zero_bubble() -> str:
+    """ZB-H1 on the same 4 stages and 8 microbatches, F = B = W = 1."""
+    tl = simulate("zb-h1", 4, 8, lambda s, k, m: 1.0)
+    return f"{tl.idle(0):g} of {tl.busy(0):g} time units"
+
+
+OURS["bubble-zb-h1"] = _zero_bubble
+
+
 def _rows() -> dict[str, str]:
     rows = {}
     for line in DOC.read_text().splitlines():

@@ -443,6 +443,12 @@ def lens(
                 "tensor": 2 * len(layers) * tp_join,
                 "experts": 2 * moe_layers * a2a,
             }
+        if schedule == "zb-h1":
+            # The backward's two halves: the gradient for the layer below (B, with the
+            # joins it waits on) and the weights' own (W, which nothing waits for).
+            w = by_kind["B"]["compute"] / 2
+            by_kind["B"]["compute"] -= w
+            by_kind["W"] = {"compute": w, "tensor": 0.0, "experts": 0.0}
         parts.append(by_kind)
 
     def op_seconds(s: int, kind: str, mb: int) -> float:
@@ -473,7 +479,7 @@ def lens(
             dense += m.head_params
         dense_gpu, experts_gpu = dense / tp, experts / (tp * ep)
         ops = tl.stage_ops(s)
-        last_b = max((o for o in ops if o.kind == "B"), key=lambda o: o.t1)
+        last_b = max((o for o in ops if o.kind in ("B", "W")), key=lambda o: o.t1)
         window = (last_b.t0, last_b.t1)
         t, sent, not_before = window[1], 0.0, window[0]
         for elements, members, servers, g in (
@@ -560,6 +566,8 @@ SCHEDULE_WORDS = {
     "gpipe": "Plan: {plan}; GPipe over {m} microbatches of one sequence per data-parallel replica.",
     "interleaved": "Plan: {plan}; interleaved 1F1B, {v} chunks of layers a stage, over {m} "
     "microbatches of one sequence per data-parallel replica.",
+    "zb-h1": "Plan: {plan}; ZB-H1 over {m} microbatches of one sequence per data-parallel "
+    "replica: each backward split in two, the weights' gradients put off to fill the gaps.",
 }
 
 

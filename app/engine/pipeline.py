@@ -14,8 +14,15 @@ the order its schedule gives:
   so a microbatch goes round the stages `virtual` times and each pass is that much shorter.
   Stages warm up with (pp - 1 - s) x 2 + (virtual - 1) x pp forwards, then alternate. The
   bubble shrinks to (pp - 1) / (virtual x M + pp - 1) with equal chunks, for more hand-offs.
-  M must be a multiple of pp, as Megatron-LM asks. The lens lays it out; the live engine
-  runs GPipe and 1F1B.
+  M must be a multiple of pp, as Megatron-LM asks.
+- ZB-H1 (Qi et al. 2023, zero bubble): the backward split in two, B (the gradient for the
+  layer below, which the previous stage waits for) and W (the weights' own gradient, which
+  nobody waits for). Stages run F and B in 1F1B's order and put each W off to an idle gap
+  it fits in, or to the end. The bubble falls to ZB-H1's (pp - 1)(F + B - W) a stage, a
+  third of 1F1B's when the three take the same time (no more when W is short: a W put off
+  as time allows can fill a gap the paper's fixed order leaves).
+
+The lens lays all of them out; the live engine runs GPipe and 1F1B.
 
 `simulate` lays the ops out in time from given durations: an op starts when its stage is
 free and its input has arrived (the previous stage's forward output, or the next stage's
@@ -33,7 +40,7 @@ from dataclasses import dataclass, field
 from .plan import SCHEDULES
 
 Op = tuple[str, int]  # ("F" | "B", microbatch)
-LENS_SCHEDULES = (*SCHEDULES, "interleaved")  # the ones `simulate` lays out
+LENS_SCHEDULES = (*SCHEDULES, "interleaved", "zb-h1")  # the ones `simulate` lays out
 
 
 def interleaved_order(pp: int, virtual: int, microbatches: int, stage: int) -> list[tuple[int, Op]]:
@@ -70,6 +77,8 @@ def lane_order(
     """The (chunk, op) stage `stage` runs, in order: chunk 0 always but for interleaved."""
     if schedule == "interleaved":
         return interleaved_order(pp, virtual, microbatches, stage)
+    if schedule == "zb-h1":  # F and B in 1F1B's order; each W is placed as time allows
+        schedule = "1f1b"
     return [(0, op) for op in stage_order(schedule, pp, microbatches, stage)]
 
 
@@ -91,7 +100,7 @@ def stage_order(schedule: str, pp: int, microbatches: int, stage: int) -> list[O
 @dataclass
 class OpTime:
     stage: int
-    kind: str  # "F" | "B"
+    kind: str  # "F" | "B" | "W" (the weights' gradient, split from B under ZB-H1)
     mb: int
     t0: float
     t1: float
@@ -226,9 +235,24 @@ def simulate(
     free = [0.0] * pp
     ends: dict[tuple[int, Op], float] = {}
     pos = [0] * pp
-    total = sum(len(lane) for lane in lanes)
+    split = schedule == "zb-h1"
+    waiting: list[list[int]] = [[] for _ in range(pp)]  # microbatches whose W is put off
     seq = 0
-    while seq < total:
+
+    def weights(s: int, until: float | None) -> None:
+        """Stage s runs its put-off W passes, oldest first, while they end by `until` (all of
+        them when None)."""
+        nonlocal seq
+        while waiting[s]:
+            dur = float(op_seconds(s, "W", waiting[s][0]))
+            if until is not None and free[s] + dur > until + 1e-12:
+                return
+            m = waiting[s].pop(0)
+            tl.ops.append(OpTime(s, "W", m, free[s], free[s] + dur, seq))
+            free[s] += dur
+            seq += 1
+
+    while any(pos[s] < len(lanes[s]) for s in range(pp)):
         moved = False
         for s in range(pp):
             while pos[s] < len(lanes[s]):
@@ -239,20 +263,25 @@ def simulate(
                 needs = 0 <= dep[0] <= last
                 if needs and dep not in ends:
                     break
-                ready = free[s]
+                arrive = 0.0
                 if needs:
                     src = dep[0]
                     sent = ends[dep]
                     arrive = sent + (send_seconds(kind, m, src, v) if send_seconds else 0.0)
                     tl.transfers.append(Transfer(kind, m, src % pp, s, sent, arrive))
-                    ready = max(ready, arrive)
+                    weights(s, arrive)  # an idle gap before the input arrives: fill it
+                ready = max(free[s], arrive)
                 t1 = ready + float(op_seconds(v, kind, m))
                 tl.ops.append(OpTime(s, kind, m, ready, t1, seq, chunk))
                 ends[(v, op)] = t1
                 free[s] = t1
+                if split and kind == "B":
+                    waiting[s].append(m)
                 pos[s] += 1
                 seq += 1
                 moved = True
         if not moved:
             raise ValueError(f"schedule {schedule!r} deadlocks with pp {pp}, M {microbatches}")
+    for s in range(pp):
+        weights(s, None)
     return tl

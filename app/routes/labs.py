@@ -376,7 +376,8 @@ class LensRequest(_LabRequest):
     pp: int | None = Field(None, ge=1, le=1024, description="pipeline stages")
     ep: int | None = Field(None, ge=1, le=1024, description="expert parallel")
     schedule: Literal[LENS_SCHEDULES] = Field(  # type: ignore[valid-type]
-        "1f1b", description="pipeline schedule: gpipe, 1f1b or interleaved (virtual stages)"
+        "1f1b",
+        description="pipeline schedule: gpipe, 1f1b, interleaved (virtual stages) or zb-h1",
     )
     virtual: int = Field(
         1, ge=1, le=64, description="chunks of layers a stage holds (interleaved only)"

@@ -148,3 +148,39 @@ def test_interleaved_order_is_megatrons() -> None:
 def test_interleaving_needs_whole_rounds_of_microbatches() -> None:
     with pytest.raises(ValueError, match="multiple of the stages"):
         interleaved_order(4, 2, 6, 0)
+
+
+# ---- ZB-H1 (zero bubble): the backward split, the weights' gradients put off ---------------
+
+
+@pytest.mark.parametrize(("F", "B", "W"), [(1.0, 1.0, 1.0), (1.0, 2.0, 1.0), (2.0, 1.0, 1.0)])
+@pytest.mark.parametrize(("pp", "M"), [(4, 8), (8, 16), (4, 4)])
+def test_zb_h1_leaves_a_third_of_the_bubble(F: float, B: float, W: float, pp: int, M: int) -> None:
+    """Qi et al. 2023: with B split from W and W put off into the gaps, each stage idles
+    (pp - 1)(F + B - W) where 1F1B idles (pp - 1)(F + B + W). By hand for pp 4 and F = B = W
+    = 1: 3 where 1F1B leaves 9."""
+    times = {"F": F, "B": B, "W": W}
+    tl = simulate("zb-h1", pp, M, lambda s, k, m: times[k])
+    plain = simulate("1f1b", pp, M, lambda s, k, m: F if k == "F" else B + W)
+    for s in range(pp):
+        assert tl.idle(s) == pytest.approx((pp - 1) * (F + B - W))
+        assert plain.idle(s) == pytest.approx((pp - 1) * (F + B + W))
+        # Every microbatch's F, B and W, once each; each W after its own B.
+        ops = tl.stage_ops(s)
+        assert sorted((o.kind, o.mb) for o in ops) == sorted(
+            (k, m) for k in "FBW" for m in range(M)
+        )
+        b_end = {o.mb: o.t1 for o in ops if o.kind == "B"}
+        assert all(o.t0 >= b_end[o.mb] - 1e-12 for o in ops if o.kind == "W")
+    if (F, B, W, pp) == (1.0, 1.0, 1.0, 4):
+        assert tl.idle(0) == pytest.approx(3.0) and plain.idle(0) == pytest.approx(9.0)
+    # The ops never overlap on a stage, and their numbering is one order of them all.
+    for s in range(pp):
+        ops = sorted(tl.stage_ops(s), key=lambda o: o.t0)
+        assert all(a.t1 <= b.t0 + 1e-12 for a, b in zip(ops, ops[1:], strict=False))
+    assert sorted(o.seq for o in tl.ops) == list(range(len(tl.ops)))
+
+
+def test_zb_h1_with_a_short_w_does_no_worse_than_the_papers_order() -> None:
+    tl = simulate("zb-h1", 4, 8, lambda s, k, m: {"F": 1.0, "B": 1.5, "W": 0.5}[k])
+    assert tl.idle(0) <= 3 * (1.0 + 1.5 - 0.5) + 1e-9

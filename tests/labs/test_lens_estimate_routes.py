@@ -88,6 +88,12 @@ def test_lens_route_lays_out_the_schedule_asked_for(client: TestClient) -> None:
     assert d["step_s"] < plain["step_s"] and d["shares"]["wait"] < plain["shares"]["wait"]
     assert d["mfu"] > plain["mfu"]
     assert any("interleaved 1F1B, 4 chunks of layers a stage" in a for a in d["assumptions"])
+    # ZB-H1 puts the weights' gradients off into the gaps: less waiting than 1F1B, and the
+    # same activations kept (its forwards and backwards run in 1F1B's order).
+    zb = client.get("/api/labs/lens", params={**q, "schedule": "zb-h1"}).json()
+    assert zb["plan"]["schedule"] == "zb-h1" and zb["step_s"] < plain["step_s"]
+    assert zb["shares"]["wait"] < plain["shares"]["wait"]
+    assert zb["activation_bytes_per_gpu"] == plain["activation_bytes_per_gpu"]
     gpipe = client.get("/api/labs/lens", params={**q, "schedule": "gpipe"}).json()
     assert gpipe["plan"]["schedule"] == "gpipe"
     # GPipe keeps every microbatch's activations until the backward: more than 1F1B.

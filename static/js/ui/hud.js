@@ -18,11 +18,12 @@ const COMMUNICATION = ['tensor', 'experts', 'allreduce'];
 // preset model's default plan divides).
 const LENS_GPUS = [1024, 16384];
 // The schedules the lens offers: [schedule, chunks of layers a stage].
-const LENS_SCHEDULES = [['1f1b', 1], ['interleaved', 2], ['interleaved', 4], ['gpipe', 1]];
-/** A schedule's name: notation for 1F1B and GPipe, words for interleaving. */
+const LENS_SCHEDULES = [['1f1b', 1], ['interleaved', 2], ['interleaved', 4], ['zb-h1', 1], ['gpipe', 1]];
+const SCHEDULE_NOTATION = { '1f1b': '1F1B', gpipe: 'GPipe', 'zb-h1': 'ZB-H1' };
+/** A schedule's name: notation for 1F1B, GPipe and ZB-H1, words for interleaving. */
 function scheduleName(schedule, v) {
   if (schedule === 'interleaved') return t('interleaved 1F1B, {v} chunks a stage', { v });
-  return schedule === 'gpipe' ? 'GPipe' : '1F1B';
+  return SCHEDULE_NOTATION[schedule] ?? schedule;
 }
 
 /** What bounds a step, from its shares of the bar: the lens's own rule (lens.py `explain`),
