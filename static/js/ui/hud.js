@@ -166,7 +166,8 @@ export function mountHud(store) {
   // stage (the lens lays each out; app/engine/pipeline.py).
   const lensSchedule = el('select', { id: 'lens-schedule', 'aria-label': t('Pipeline schedule the step is laid out with') },
     ...LENS_SCHEDULES.map(([schedule, v]) => el('option', { value: `${schedule}:${v}`, text: scheduleName(schedule, v) })));
-  const lensRow = el('div', { class: 'lens-row', role: 'group', 'aria-label': t('Model lens') }, el('span', { text: t('Show the step for') }), lensModel, el('span', { text: t('on') }), lensGpus, el('span', { text: t('laid out as') }), lensSchedule);
+  const scheduleLabel = el('span', { text: t('laid out as') });
+  const lensRow = el('div', { class: 'lens-row', role: 'group', 'aria-label': t('Model lens') }, el('span', { text: t('Show the step for') }), lensModel, el('span', { text: t('on') }), lensGpus, scheduleLabel, lensSchedule);
   const which = el('p', { class: 'time-which', id: 'time-which' });
   const why = el('p', { class: 'time-why', id: 'time-why' });
   const hiddenNote = el('p', { class: 'time-hidden', id: 'time-hidden', hidden: true });
@@ -447,7 +448,8 @@ export function mountHud(store) {
     if (lens) lensGpus.value = String(lens.gpus);
     else lensGpus.value = String(live ?? keep);
     lensGpus.disabled = !lens;
-    lensSchedule.disabled = !lens;
+    // The live step is laid out with the live plan's schedule: the choice shows with the lens.
+    lensSchedule.hidden = scheduleLabel.hidden = !lens;
     lensSchedule.value = `${lens?.schedule ?? '1f1b'}:${lens?.virtual ?? 1}`;
     lensModel.value = lens?.model ?? '';
   }
