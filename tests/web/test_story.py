@@ -1205,7 +1205,15 @@ SETTLED_JS = f"""() => new Promise((done) => {{
     const drawn = p !== JSON.stringify({{ scene: [], field: false, card: [], words: '' }});
     const still = seen.length >= 10 && seen.slice(-10).every((x) => x === p);
     if ((drawn && still) || performance.now() - t0 > 20000) done(JSON.parse(p));
-    else requestAnimationFrame(look);
+    else next();
+  }};
+  // The next frame, or 100 ms when no frame comes (a page that stops drawing under load):
+  // the 20 s cap above holds either way.
+  const next = () => {{
+    let went = false;
+    const go = () => {{ if (!went) {{ went = true; look(); }} }};
+    requestAnimationFrame(go);
+    setTimeout(go, 100);
   }};
   look();
 }})"""
