@@ -21,7 +21,8 @@ second forward pass in the backward.
 
 A pipeline stage keeps this for every microbatch it has started and not yet finished: with
 1F1B, stage `i` of `p` holds `p - i` of them (Korthikanti et al., section 4.2.3), so the
-first stage holds a whole model's worth of layers.
+first stage holds a whole model's worth of layers. How many a stage holds under its schedule
+is read from the schedule's timeline (`pipeline.Timeline.peak_in_flight`).
 """
 
 from __future__ import annotations
@@ -64,11 +65,6 @@ def layer_bytes(
     kept = 34.0 / tp if sp else 10.0 + 24.0 / tp
     scores = 5.0 * heads * seq / (hidden * tp)
     return sbh * (kept if recompute == "selective" else kept + scores)
-
-
-def in_flight(stage: int, stages: int, microbatches: int) -> int:
-    """Microbatches a 1F1B stage has started and not finished at its fullest."""
-    return max(1, min(stages - stage, microbatches))
 
 
 def by_recompute(

@@ -499,6 +499,7 @@ def lens(
             t = max(t, end)
             not_before = end
         update = optimizer_seconds(p, dense_gpu + experts_gpu)
+        held = tl.peak_in_flight(s)  # chunks run forward and not yet backward, at the most
         stage_rows.append(
             {
                 "ops": ops,
@@ -518,9 +519,9 @@ def lens(
                     m.n_head,
                     tp,
                     max(len(chunks[c * pp + s]) for c in range(v)),
-                    tl.peak_in_flight(s),
+                    held,
                 ),
-                "in_flight": tl.peak_in_flight(s) / v,
+                "in_flight": held / v,
             }
         )
     slowest = max(range(pp), key=lambda s: stage_rows[s]["end"])
@@ -537,13 +538,13 @@ def lens(
         ckpt = checkpoint_seconds(p, m.params * 3 * OPTIMIZER_STATE_BYTES, list(counts.values()))
         step += ckpt
     ops = row["ops"]
-    mine = [(parts[o.chunk * pp + slowest][o.kind], o) for o in ops]
+    mine = [parts[o.chunk * pp + slowest][o.kind] for o in ops]
     groups = {
         "data": data,
-        "compute": sum(part["compute"] for part, _ in mine),
+        "compute": sum(part["compute"] for part in mine),
         "update": row["update"],
-        "tensor": sum(part["tensor"] for part, _ in mine),
-        "experts": sum(part["experts"] for part, _ in mine),
+        "tensor": sum(part["tensor"] for part in mine),
+        "experts": sum(part["experts"] for part in mine),
         "allreduce": row["sync_end"] - row["window_end"],
         "allreduce_hidden": row["hidden"],
         "pipeline": math.fsum(tr.t1 - tr.t0 for tr in tl.transfers if slowest in (tr.src, tr.dst)),

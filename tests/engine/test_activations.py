@@ -8,6 +8,7 @@ import pytest
 
 from app.engine import activations
 from app.engine.lens import MODELS, LensError, lens, state_bytes
+from app.engine.pipeline import simulate
 from app.engine.timing import get_preset
 from app.labs.memory import compute_memory
 
@@ -38,10 +39,15 @@ def test_one_layer_by_the_papers_table() -> None:
         activations.layer_bytes(0, B, H, A)
 
 
+def one_unit(stage: int, kind: str, mb: int) -> float:  # every op one time unit
+    return 1.0
+
+
 def test_a_1f1b_stage_keeps_its_microbatches_in_flight() -> None:
-    # Stage i of p holds p - i microbatches at most, and never more than there are.
-    assert [activations.in_flight(s, 4, 64) for s in range(4)] == [4, 3, 2, 1]
-    assert activations.in_flight(0, 16, 3) == 3
+    # Stage i of p holds p - i microbatches at most, and never more than there are: what the
+    # lens reads from the schedule's own order.
+    assert [simulate("1f1b", 4, 64, one_unit).peak_in_flight(s) for s in range(4)] == [4, 3, 2, 1]
+    assert simulate("1f1b", 16, 3, one_unit).peak_in_flight(0) == 3
     per = activations.by_recompute(S, B, H, A, 8, layers=12, microbatches=4)
     assert per["selective"] == 48 * activations.layer_bytes(S, B, H, A, 8)
     assert per["none"] > per["selective"] > per["full"]
